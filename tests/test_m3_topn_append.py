@@ -110,3 +110,54 @@ def test_the_box_ranks_every_row_from_the_first_row_that_leaves_its_view():
     assert +seen == Counter(op.top_rows()) == want
     feed([(1, 4, 25, "x", 1)])
     assert +seen == Counter(op.top_rows()) == Counter([(1, 4, 25, "x", 1), (1, 2, 20, "x", 2), (2, 1, 7, "y", 1)])
+
+
+def test_a_partition_kept_as_columns_is_made_rows_when_a_batch_ranked_in_python_merges_there():
+    """Partitions new in a columnar batch stay columns (``held`` says where); a later batch with a null (ranked in
+    Python) merging into one of them reads its rows from the columns first, and a partition it leaves alone stays
+    columns."""
+    spec = TopN(("a",), (("b", True),), 2, None, "rn", counted=False)
+    out = COLUMNS + ("rn",)
+    tops = AppendTops(RankedRows(spec, COLUMNS, out, frozenset({"a", "b", "f"})))
+    first = tops.apply(tops.multiplicities(changelog([(1, 3, "x", 0.5), (1, 5, "y", 0.5), (1, 1, "x", 0.5),
+                                                      (2, 4, "x", 0.5)], None)))
+    assert first.gone == first.came == [] and first.fresh is not None
+    assert changes(first)[1] == [(1, 5, "y", 0.5, 1), (1, 3, "x", 0.5, 2), (2, 4, "x", 0.5, 1)]
+    assert all(type(v) is int for v in tops.held.values())  # no Python rows made
+    batch = pa.record_batch([pa.array([1], pa.int64()), pa.array([4], pa.int64()), pa.array([None], pa.string()),
+                             pa.array([0.5])], names=list(COLUMNS))
+    merged = tops.apply(tops.multiplicities(Columns(batch)))
+    assert changes(merged) == ([(1, 3, "x", 0.5, 2)], [(1, 4, None, 0.5, 2)])
+    assert tops.held[(1,)] == [(1, 5, "y", 0.5), (1, 4, None, 0.5)] and type(tops.held[(2,)]) is int
+    assert Counter(tops.rows()) == Counter([(1, 5, "y", 0.5, 1), (1, 4, None, 0.5, 2), (2, 4, "x", 0.5, 1)])
+
+
+def test_the_box_emits_new_partitions_as_columns_of_its_out_stream_and_rows_that_do_not_fit_as_nulls():
+    """Columns in, one changelog batch out per batch, of the out stream's Arrow schema: the new partitions'
+    rows cast to its types, summed by a reader equal to the box's result and DuckDB's; a value the out field
+    cannot hold becomes null, as on the row path."""
+    from boreas.wire.columns import arrow_schema, from_rows
+
+    from test_m3_topn import BID, duckdb_top
+
+    text, duck = SHAPES["top2 by price, rank shown"]
+    op = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + text)
+    target = arrow_schema(op.outputs[0])
+    seen: Counter = Counter()
+    present: Counter = Counter()
+    for batch, kind in (([(1, 1, 30, "x"), (1, 2, 20, "x"), (1, 3, 10, "x"), (2, 1, 7, "y")], int),  # new: columns
+                        ([(1, 4, 25, "x"), (3, 1, 1, "z"), (3, 2, 1, "z"), (2, 2, 7, "y")], list),  # merged: rows
+                        ([(4, 1, 9, "é"), (1, 5, 5, "x")], int)):
+        emitted = op.process(0, from_rows([r + (1,) for r in batch], BID), 0.0)
+        assert len(emitted) == 1 and isinstance(emitted[0][1], Columns)
+        out = emitted[0][1]
+        assert out.batch.schema.equals(target)
+        for r, w in zip(out.rows(), out.weight_list()):
+            seen[r] += w
+        present.update(batch)
+        assert op.tops is not None and type(op.tops.held[batch[0][:1]]) is kind
+        assert +seen == Counter(op.top_rows()) == duckdb_top(duck, present)
+    fresh = [pa.table([pa.array([2**40]), pa.array([1]), pa.array([2]), pa.array(["x"]), pa.array([1])],
+                      names=["o0", "o1", "o2", "o3", "o4"])]
+    (_, too_big), = op._emitted([], [], fresh)
+    assert too_big.rows() == [(None, 1, 2, "x", 1)] and too_big.weight_list() == [1]
