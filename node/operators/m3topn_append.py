@@ -8,8 +8,11 @@ rank for the same reason.  :class:`AppendTops` keeps those N rows per
 partition, and a batch is ranked in Arrow columns before any row is made in
 Python: the batch is sorted by partition, then by the ORDER BY and the
 whole row (the tie order of node/operators/m3topn.py), and only its first N
-rows per partition (the *candidates*) become Python rows, to be merged with
-what the partition held.  :class:`~.m3topn.RankedRows` instead keeps every
+rows per partition are *candidates*.  A partition new to the top-N takes its
+candidates as they are, and they stay columns: kept for a later merge and
+emitted as the out stream's columns (q18's (bidder, auction) partitions are
+nearly all new, each its one row).  Only the candidates of partitions held
+before become Python rows, to be merged with what the partition held.  :class:`~.m3topn.RankedRows` instead keeps every
 row of every partition in rank order (a ``bisect.insort`` and a sort key per
 row), which a deletion needs.
 
@@ -118,14 +121,9 @@ class AppendTops:
         self._size = 0
 
     def rows(self) -> list[tuple]:
-        """Every partition's first N out rows, now."""
+        """Every partition's first N out rows, now (every partition made Python rows)."""
         self._as_tuples([pk for pk, rows in self.held.items() if type(rows) is int])
         return [r for rows in self.top.values() for r in rows]
-
-    def first_rows(self) -> dict[tuple, list[tuple]]:
-        """Every partition's first N view rows in rank order (each partition made tuples)."""
-        self._as_tuples([pk for pk, rows in self.held.items() if type(rows) is int])
-        return dict(self.held)  # type: ignore[arg-type]  (every value a list now)
 
     def multiplicities(self, changed: Columns | list[tuple]) -> tuple[list[tuple], list[int]] | pa.Table | None:
         """What a view changelog adds, or None when a row leaves (its multiplicity, netted over the batch, falls):
