@@ -103,6 +103,7 @@ class AppendTops:
         self.keys: dict[tuple, list[tuple]] = {}  # their sort keys, made when a batch first merges there
         self.top: dict[tuple, list[tuple]] = {}  # the out rows of the partitions held as tuples
         self._kept: list[pa.Table] = []  # new partitions' first rows, columns c0.., batch after batch
+        self._bases: list[int] = []  # where each of _kept starts in their rows one after another
         self._size = 0  # rows in _kept
         spec = ranked.spec
         width = len(ranked.columns)
@@ -118,6 +119,7 @@ class AppendTops:
         self.keys.clear()
         self.top.clear()
         self._kept.clear()
+        self._bases.clear()
         self._size = 0
 
     def rows(self) -> list[tuple]:
@@ -263,6 +265,7 @@ class AppendTops:
         places = (np.cumsum(sizes) - sizes + self._size) * (self.ranked.spec.limit + 1) + sizes
         held.update(zip(compress(pks, new), places.tolist()))
         self._kept.append(fresh)
+        self._bases.append(self._size)
         self._size += fresh.num_rows
         ranks = np.arange(len(fresh)) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
         return groups, self._out_columns(fresh, ranks)
@@ -273,20 +276,34 @@ class AppendTops:
         return pa.table(columns, names=[f"o{j}" for j in range(len(columns))])
 
     def _as_tuples(self, pks: list[tuple]) -> None:
-        """Partitions ``pks`` (each held as a place in ``_kept``) made Python rows, all in one take."""
+        """Partitions ``pks`` (each held as a place in ``_kept``) made Python rows, all of them at once."""
         if not pks:
             return
         held, limit = self.held, self.ranked.spec.limit
         starts, sizes = np.divmod(np.array([held[pk] for pk in pks], dtype=np.int64), limit + 1)
         at = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-        if len(self._kept) > 1:
-            self._kept = [pa.concat_tables(self._kept)]  # chunks side by side, no copy
-        rows = _rows(self._kept[0].take(pa.array(at)))
+        rows = self._kept_rows(at)
         bounds = np.append(0, np.cumsum(sizes)).tolist()
         out_rows, top = self.ranked.out_rows, self.top
         for pk, a, b in zip(pks, bounds, bounds[1:]):
             first = held[pk] = rows[a:b]
             top[pk] = out_rows(first)
+
+    def _kept_rows(self, at: np.ndarray) -> list[tuple]:
+        """The rows at places ``at`` of ``_kept``, as Python rows in that order: a take from each table they are
+        in (one take over ``_kept`` concatenated would cost all of it, batch after batch)."""
+        order = np.argsort(at, kind="stable")
+        ordered = at[order]
+        which = np.searchsorted(np.array(self._bases), ordered, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        found: list[tuple] = []
+        for part, places in zip(np.split(which, cuts), np.split(ordered, cuts)):
+            table = self._kept[int(part[0])]
+            found.extend(_rows(table.take(pa.array(places - self._bases[int(part[0])]))))
+        rows: list[tuple] = [()] * len(at)
+        for i, row in zip(order.tolist(), found):
+            rows[i] = row
+        return rows
 
 
 def _rows(table: pa.Table) -> list[tuple]:
