@@ -165,3 +165,25 @@ def test_the_box_emits_new_partitions_as_columns_of_its_out_stream_and_rows_that
                       names=["o0", "o1", "o2", "o3", "o4"])]
     (_, too_big), = op._emitted([], [], fresh)
     assert too_big.rows() == [(None, 1, 2, "x", 1)] and too_big.weight_list() == [1]
+
+
+def test_a_huge_n_and_many_small_batches_compacted_are_every_row_ranked(monkeypatch):
+    """A review found N = 2**63 - 1 overflowed the place kept per partition (``start * (N + 1)``), and one table
+    kept per batch made a long stream of small batches cost per batch what every earlier batch kept: the places
+    now step by at most 2**31 + 1, and every COMPACT tables kept become one; both against RankedRows, partitions
+    created in columns in one batch and merged into many batches later."""
+    from boreas.node.operators import m3topn_append
+
+    monkeypatch.setattr(m3topn_append, "COMPACT", 3)
+    for limit in (2**63 - 1, 10**18, 2):
+        spec = TopN(("a",), (("b", True),), limit, None, "rn", counted=False)
+        out = COLUMNS + ("rn",)
+        numbers = frozenset({"a", "b", "f"})
+        every = RankedRows(spec, COLUMNS, out, numbers)
+        tops = AppendTops(RankedRows(spec, COLUMNS, out, numbers))
+        batches = [[(a, a + 1, "x", 0.5)] for a in range(20)] + [[(a, b, "y", 0.5)] for a in range(0, 20, 3)
+                                                                  for b in (7, 0)]
+        for rows in batches:
+            every.apply({r: 1 for r in rows})
+            tops.apply(tops.multiplicities(changelog(rows, None)))
+        assert Counter(tops.rows()) == Counter(every.rows())

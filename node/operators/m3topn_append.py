@@ -85,6 +85,10 @@ class Merged:
     fresh: pa.Table | None = None
 
 
+#: Tables appended to ``AppendTops._kept`` that are concatenated into one.
+COMPACT = 64
+
+
 class AppendTops:
     """Owns each partition's first N rows while no row has left the view; ``ranked`` lends the top-N's sort and
     partition keys and projection.
@@ -93,9 +97,11 @@ class AppendTops:
     rows there, their out rows in ``top``) from the first batch that merges rows into it; before that (a
     partition new in a batch ranked in columns: q18's many (bidder, auction) partitions, most of them one row
     for good) they stay columns: ``held`` maps the partition to an int, its place in ``_kept`` (the rows of new
-    partitions, appended batch by batch): ``start * (N + 1) + count``.  A kept row whose partition became tuples
-    stays in ``_kept`` (dead), so ``_kept`` holds at most one row per partition per batch that created it: no
-    more rows than the view holds."""
+    partitions, appended batch by batch): ``start * stride + count`` (``stride``: N + 1, at most 2**31 + 1, so a
+    huge N does not overflow the int64 place).  A kept row whose partition became tuples stays in ``_kept``
+    (dead): ``_kept`` holds up to N rows per partition created in columns (a counted row as many times as it
+    counts, up to N), dead ones included, until the first deletion or ``clear``.  Every :data:`COMPACT` tables
+    appended are concatenated into one, so neither the tables' count nor their overhead grows per batch."""
 
     def __init__(self, ranked: Ranking):
         self.ranked = ranked
@@ -104,7 +110,10 @@ class AppendTops:
         self.top: dict[tuple, list[tuple]] = {}  # the out rows of the partitions held as tuples
         self._kept: list[pa.Table] = []  # new partitions' first rows, columns c0.., batch after batch
         self._bases: list[int] = []  # where each of _kept starts in their rows one after another
+        self._base_array: np.ndarray | None = None  # _bases as an array, made when read
+        self._compacted = 0  # _kept's tables before this index are compacted ones
         self._size = 0  # rows in _kept
+        self._stride = min(ranked.spec.limit, 2**31) + 1  # (a partition's count in a batch: at most N, and its rows)
         spec = ranked.spec
         width = len(ranked.columns)
         #: the batch's sort: partition, ORDER BY (its direction), then every column ascending (the tie order)
@@ -120,6 +129,8 @@ class AppendTops:
         self.top.clear()
         self._kept.clear()
         self._bases.clear()
+        self._base_array = None
+        self._compacted = 0
         self._size = 0
 
     def rows(self) -> list[tuple]:
@@ -262,13 +273,27 @@ class AppendTops:
             return groups, None
         fresh = cand if new.all() else cand.filter(pa.array(row_new))
         sizes = counts[new]
-        places = (np.cumsum(sizes) - sizes + self._size) * (self.ranked.spec.limit + 1) + sizes
+        places = (np.cumsum(sizes) - sizes + self._size) * self._stride + sizes
         held.update(zip(compress(pks, new), places.tolist()))
+        self._keep(fresh)
+        ranks = np.arange(len(fresh)) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
+        return groups, self._out_columns(fresh, ranks)
+
+    def _keep(self, fresh: pa.Table) -> None:
+        """Append ``fresh`` to ``_kept``; every :data:`COMPACT` tables since the last compaction become one (places
+        are offsets into all of _kept's rows, so they stay valid)."""
         self._kept.append(fresh)
         self._bases.append(self._size)
         self._size += fresh.num_rows
-        ranks = np.arange(len(fresh)) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
-        return groups, self._out_columns(fresh, ranks)
+        self._base_array = None
+        if len(self._kept) - self._compacted >= COMPACT:
+            try:
+                merged = pa.concat_tables(self._kept[self._compacted:]).combine_chunks()
+            except pa.ArrowInvalid:  # (schemas that differ: left as they are)
+                return
+            self._kept[self._compacted:] = [merged]
+            del self._bases[self._compacted + 1:]
+            self._compacted = len(self._kept)
 
     def _out_columns(self, rows: pa.Table, ranks: np.ndarray) -> pa.Table:
         """The out stream's columns of view rows in rank order (``ranks`` their rank in their partition)."""
@@ -279,8 +304,8 @@ class AppendTops:
         """Partitions ``pks`` (each held as a place in ``_kept``) made Python rows, all of them at once."""
         if not pks:
             return
-        held, limit = self.held, self.ranked.spec.limit
-        starts, sizes = np.divmod(np.array([held[pk] for pk in pks], dtype=np.int64), limit + 1)
+        held = self.held
+        starts, sizes = np.divmod(np.array([held[pk] for pk in pks], dtype=np.int64), self._stride)
         at = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
         rows = self._kept_rows(at)
         bounds = np.append(0, np.cumsum(sizes)).tolist()
@@ -294,7 +319,9 @@ class AppendTops:
         in (one take over ``_kept`` concatenated would cost all of it, batch after batch)."""
         order = np.argsort(at, kind="stable")
         ordered = at[order]
-        which = np.searchsorted(np.array(self._bases), ordered, side="right") - 1
+        if self._base_array is None:
+            self._base_array = np.array(self._bases, dtype=np.int64)
+        which = np.searchsorted(self._base_array, ordered, side="right") - 1
         cuts = np.flatnonzero(np.diff(which)) + 1
         found: list[tuple] = []
         for part, places in zip(np.split(which, cuts), np.split(ordered, cuts)):
