@@ -37,9 +37,11 @@ import bisect
 from collections import Counter
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from boreas.catalog.model import Box, FieldType, Schema
 from boreas.m3.compiler.rownumber import TopN
-from boreas.wire.columns import Columns, weighted
+from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from .base import Emitted
 from .m3box import M3Operator
@@ -249,17 +251,21 @@ class TopNM3Operator(M3Operator):
             return self._emit_ranked(deltas)
         gone: list[tuple] = []
         came: list[tuple] = []
+        fresh: list[pa.Table] = []  # partitions new to the top-N: their out rows as columns
         for changed in changes:
             added = self.tops.multiplicities(changed)
             if added is None:
+                self._as_rows(fresh, came)
                 left, entered = self._rank_all()
                 gone.extend(left)
                 came.extend(entered)
                 break
-            left, entered = self.tops.apply(added)
-            gone.extend(left)
-            came.extend(entered)
-        return self._emitted(gone, came)
+            merged = self.tops.apply(added)
+            gone.extend(merged.gone)
+            came.extend(merged.came)
+            if merged.fresh is not None:
+                fresh.append(merged.fresh)
+        return self._emitted(gone, came, fresh)
 
     def _rank_all(self) -> tuple[list[tuple], list[tuple]]:
         """A row left the view: every row of it ranked by :class:`RankedRows` from now on; the out rows that
@@ -271,7 +277,33 @@ class TopNM3Operator(M3Operator):
         now = Counter(self.ranked.rows())
         return list((was - now).elements()), list((now - was).elements())
 
-    def _emitted(self, gone: list[tuple], came: list[tuple]) -> Emitted:
+    @staticmethod
+    def _as_rows(fresh: list[pa.Table], came: list[tuple]) -> None:
+        """``fresh``'s out rows moved to ``came`` as Python rows (emitted before what a ranking of the whole view
+        changes, which reads them as entered)."""
+        for table in fresh:
+            came.extend(zip(*(c.to_pylist() for c in table.columns)))
+        fresh.clear()
+
+    def _emitted(self, gone: list[tuple], came: list[tuple], fresh: list[pa.Table] | None = None) -> Emitted:
+        """One changelog batch: ``gone`` (-1), ``came`` and ``fresh``'s rows (+1); ``fresh``'s columns cast to the
+        out stream's types as they are, or as rows where a value does not fit (then null, as ``weighted`` makes)."""
+        if fresh:
+            target = arrow_schema(self.outputs[0])
+            try:
+                tables = [pa.table([c.cast(f.type) for c, f in zip(t.columns, target)], schema=target)
+                          for t in fresh]
+            except (OverflowError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                self._as_rows(fresh, came)
+            else:
+                if gone or came:
+                    tables.insert(0, pa.Table.from_batches([weighted(gone + came, [-1] * len(gone) + [1] * len(came),
+                                                                     self.outputs[0]).batch]))
+                    weights = [-1] * len(gone) + [1] * (sum(len(t) for t in tables) - len(gone))
+                else:
+                    weights = [1] * sum(len(t) for t in tables)
+                batch = pa.concat_tables(tables).combine_chunks().to_batches()[0]
+                return [(0, Columns(batch, weights=pa.array(weights, pa.int64())))]
         out = gone + came
         return [(0, weighted(out, [-1] * len(gone) + [1] * len(came), self.outputs[0]))] if out else []
 

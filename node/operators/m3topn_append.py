@@ -8,8 +8,11 @@ rank for the same reason.  :class:`AppendTops` keeps those N rows per
 partition, and a batch is ranked in Arrow columns before any row is made in
 Python: the batch is sorted by partition, then by the ORDER BY and the
 whole row (the tie order of node/operators/m3topn.py), and only its first N
-rows per partition (the *candidates*) become Python rows, to be merged with
-what the partition held.  :class:`~.m3topn.RankedRows` instead keeps every
+rows per partition are *candidates*.  A partition new to the top-N takes its
+candidates as they are, and they stay columns: kept for a later merge and
+emitted as the out stream's columns (q18's (bidder, auction) partitions are
+nearly all new, each its one row).  Only the candidates of partitions held
+before become Python rows, to be merged with what the partition held.  :class:`~.m3topn.RankedRows` instead keeps every
 row of every partition in rank order (a ``bisect.insort`` and a sort key per
 row), which a deletion needs.
 
@@ -28,6 +31,8 @@ row of the batch is a candidate (the merge in Python decides, as before).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from itertools import compress
 from collections.abc import Callable
 from typing import Protocol
 
@@ -48,6 +53,7 @@ class Ranking(Protocol):
     partition: tuple[int, ...]
     order: tuple[tuple[int, bool], ...]
     part_key: Callable[[tuple], tuple]
+    project: tuple[int | None, ...]
     sort_key: Callable[[tuple], tuple]
 
     def out_rows(self, rows: list[tuple]) -> list[tuple]: ...
@@ -68,17 +74,46 @@ def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[
             deltas[row] = deltas.get(row, 0) + w
 
 
+@dataclass
+class Merged:
+    """What a batch changed in the first N: out rows that left and entered (Python tuples, partitions the batch
+    merged into), and ``fresh``: the out rows of partitions new in the batch as columns (``o0``.. in the out
+    stream's order, the rank as int64 where it is selected; None when none is new or the batch ranked in Python)."""
+
+    gone: list[tuple]
+    came: list[tuple]
+    fresh: pa.Table | None = None
+
+
+#: Tables appended to ``AppendTops._kept`` that are concatenated into one.
+COMPACT = 64
+
+
 class AppendTops:
-    """Owns each partition's first N rows (a row n times listed n times; their sort keys, made only once a later
-    batch merges rows there; the out rows they make) while no row has left the view; ``ranked`` lends the
-    top-N's sort and partition keys and projection.  A partition new in a batch takes the batch's first N as
-    Arrow sorted them, no sort key made (q18's many (bidder, auction) partitions, each its one row)."""
+    """Owns each partition's first N rows while no row has left the view; ``ranked`` lends the top-N's sort and
+    partition keys and projection.
+
+    A partition's rows are Python tuples (in ``held``, their sort keys in ``keys`` made once a later batch merges
+    rows there, their out rows in ``top``) from the first batch that merges rows into it; before that (a
+    partition new in a batch ranked in columns: q18's many (bidder, auction) partitions, most of them one row
+    for good) they stay columns: ``held`` maps the partition to an int, its place in ``_kept`` (the rows of new
+    partitions, appended batch by batch): ``start * stride + count`` (``stride``: N + 1, at most 2**31 + 1, so a
+    huge N does not overflow the int64 place).  A kept row whose partition became tuples stays in ``_kept``
+    (dead): ``_kept`` holds up to N rows per partition created in columns (a counted row as many times as it
+    counts, up to N), dead ones included, until the first deletion or ``clear``.  Every :data:`COMPACT` tables
+    appended are concatenated into one, so neither the tables' count nor their overhead grows per batch."""
 
     def __init__(self, ranked: Ranking):
         self.ranked = ranked
-        self.held: dict[tuple, list[tuple]] = {}  # each partition's first N view rows, in rank order
+        self.held: dict[tuple, list[tuple] | int] = {}  # each partition's first N view rows in rank order, or a place
         self.keys: dict[tuple, list[tuple]] = {}  # their sort keys, made when a batch first merges there
-        self.top: dict[tuple, list[tuple]] = {}  # the out rows they make
+        self.top: dict[tuple, list[tuple]] = {}  # the out rows of the partitions held as tuples
+        self._kept: list[pa.Table] = []  # new partitions' first rows, columns c0.., batch after batch
+        self._bases: list[int] = []  # where each of _kept starts in their rows one after another
+        self._base_array: np.ndarray | None = None  # _bases as an array, made when read
+        self._compacted = 0  # _kept's tables before this index are compacted ones
+        self._size = 0  # rows in _kept
+        self._stride = min(ranked.spec.limit, 2**31) + 1  # (a partition's count in a batch: at most N, and its rows)
         spec = ranked.spec
         width = len(ranked.columns)
         #: the batch's sort: partition, ORDER BY (its direction), then every column ascending (the tie order)
@@ -92,9 +127,15 @@ class AppendTops:
         self.held.clear()
         self.keys.clear()
         self.top.clear()
+        self._kept.clear()
+        self._bases.clear()
+        self._base_array = None
+        self._compacted = 0
+        self._size = 0
 
     def rows(self) -> list[tuple]:
-        """Every partition's first N out rows, now."""
+        """Every partition's first N out rows, now (every partition made Python rows)."""
+        self._as_tuples([pk for pk, rows in self.held.items() if type(rows) is int])
         return [r for rows in self.top.values() for r in rows]
 
     def multiplicities(self, changed: Columns | list[tuple]) -> tuple[list[tuple], list[int]] | pa.Table | None:
@@ -130,24 +171,33 @@ class AppendTops:
             return None
         return list(deltas), list(deltas.values())
 
-    def apply(self, added: tuple[list[tuple], list[int]] | pa.Table) -> tuple[list[tuple], list[tuple]]:
+    def apply(self, added: tuple[list[tuple], list[int]] | pa.Table) -> Merged:
         """Merge added rows (:meth:`multiplicities`' answer) into each partition's first N: the out rows that left
-        the first N and those that entered."""
-        key_of = self.ranked.sort_key
+        the first N and those that entered; a table's rows of partitions new to the top-N enter as columns."""
         if isinstance(added, pa.Table):
-            groups, ordered = self._candidates(added)
-        else:
-            by_part: dict[tuple, list[tuple]] = {}
-            part_of = self.ranked.part_key
-            limit = self.ranked.spec.limit
-            for row, n in zip(*added):
-                for _ in range(min(n, limit)):  # (a copy past the N-th is never among the first N)
-                    by_part.setdefault(part_of(row), []).append(row)
-            groups, ordered = list(by_part.values()), False
+            ranked = self._ranked(added)
+            if ranked is None:  # a null or NaN where the columns sort: every row a candidate, ranked in Python
+                added = (_rows(added), [1] * added.num_rows)
+            else:
+                groups, fresh = self._split(*ranked)
+                return Merged(*self._merge(groups, True), fresh)
+        by_part: dict[tuple, list[tuple]] = {}
+        part_of = self.ranked.part_key
+        limit = self.ranked.spec.limit
+        for row, n in zip(*added):
+            for _ in range(min(n, limit)):  # (a copy past the N-th is never among the first N)
+                by_part.setdefault(part_of(row), []).append(row)
+        return Merged(*self._merge(list(by_part.values()), False))
+
+    def _merge(self, groups: list[list[tuple]], ordered: bool) -> tuple[list[tuple], list[tuple]]:
+        """Each group (a partition's candidate rows; in rank order when ``ordered``) merged into its partition's
+        first N as Python rows: the out rows that left and those that entered."""
+        part_of, limit, out_rows = self.ranked.part_key, self.ranked.spec.limit, self.ranked.out_rows
+        key_of = self.ranked.sort_key
+        held, keys, top = self.held, self.keys, self.top
+        self._as_tuples([pk for pk in map(part_of, (g[0] for g in groups)) if type(held.get(pk)) is int])
         gone: list[tuple] = []
         came: list[tuple] = []
-        part_of, limit, out_rows = self.ranked.part_key, self.ranked.spec.limit, self.ranked.out_rows
-        held, keys, top = self.held, self.keys, self.top
         for group in groups:
             pk = part_of(group[0])
             old_rows = held.get(pk)
@@ -159,7 +209,7 @@ class AppendTops:
                 continue
             old = keys.get(pk)
             if old is None:
-                old = keys[pk] = [key_of(r) for r in old_rows]
+                old = keys[pk] = [key_of(r) for r in old_rows]  # type: ignore[union-attr]  (tuples: _as_tuples)
             new = [key_of(r) for r in group]
             if not ordered:
                 new.sort()
@@ -171,39 +221,116 @@ class AppendTops:
             before = top[pk]
             keys[pk] = merged
             held[pk] = [k[-1] for k in merged]
-            after = top[pk] = out_rows(held[pk])
+            after = top[pk] = out_rows(held[pk])  # type: ignore[arg-type]
             was, now = Counter(before), Counter(after)
             gone.extend((was - now).elements())
             came.extend((now - was).elements())
         return gone, came
 
-    def _candidates(self, table: pa.Table) -> tuple[list[list[tuple]], bool]:
-        """The table's rows that are among their partition's first N within the table, as Python rows grouped
-        by partition, and whether each group is in rank order (Arrow's, Python's: every row of the table,
-        unordered, where they may differ: a null, or a NaN where the order reads a float)."""
+    def _ranked(self, table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:
+        """The table's rows that are among their partition's first N within the table (the *candidates*), in
+        rank order partition after partition, with where each partition starts and its count; None where
+        Arrow's order may not be Python's (a null, or a NaN where the order reads a float)."""
         limit = self.ranked.spec.limit
         ordered = {name for name, _ in self._sort}
         if any(table[name].null_count or (pa.types.is_floating(table[name].type)
                                           and pc.any(pc.is_nan(table[name])).as_py())
                for name in ordered):
-            by_part: dict[tuple, list[tuple]] = {}
-            for row in _rows(table):
-                by_part.setdefault(self.ranked.part_key(row), []).append(row)
-            return list(by_part.values()), False
+            return None
         order = pc.sort_indices(table, sort_keys=self._sort).to_numpy()
-        if not len(order):
-            return [], True
         first = np.zeros(len(order), dtype=bool)  # where a partition starts in the sorted order
-        first[0] = True
+        first[:1] = True
         for i in self.ranked.partition:
             col = table[f"c{i}"].take(order)
             first[1:] |= pc.not_equal(col[1:], col[:-1]).to_numpy(zero_copy_only=False)
         starts = np.flatnonzero(first)
         rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
         keep = rank < limit
-        rows = _rows(table.take(pa.array(order[keep])))
-        bounds = np.append(np.flatnonzero(first[keep]), len(rows)).tolist()
-        return [rows[a:b] for a, b in zip(bounds, bounds[1:])], True
+        kept_first = np.flatnonzero(first[keep])
+        counts = np.diff(np.append(kept_first, int(keep.sum())))
+        return table.take(pa.array(order[keep])), kept_first, counts
+
+    def _split(self, cand: pa.Table, starts: np.ndarray, counts: np.ndarray) -> tuple[list[list[tuple]], pa.Table | None]:
+        """Ranked candidates split: those of partitions already held, as Python rows grouped by partition (to be
+        merged), and those of partitions new to the top-N, which are their partition's first N as they are: kept
+        as columns in ``_kept`` (``held`` says where) and returned as the out columns they make."""
+        if not len(starts):
+            return [], None
+        held = self.held
+        if self.ranked.partition:
+            firsts = cand.take(pa.array(starts)).columns
+            pks = list(zip(*(firsts[i].to_pylist() for i in self.ranked.partition)))
+        else:
+            pks = [()]
+        new = np.fromiter((pk not in held for pk in pks), dtype=bool, count=len(pks))
+        row_new = np.repeat(new, counts)
+        groups: list[list[tuple]] = []
+        if not new.all():
+            rows = _rows(cand.filter(pa.array(~row_new)))
+            bounds = np.append(0, np.cumsum(counts[~new])).tolist()
+            groups = [rows[a:b] for a, b in zip(bounds, bounds[1:])]
+        if not new.any():
+            return groups, None
+        fresh = cand if new.all() else cand.filter(pa.array(row_new))
+        sizes = counts[new]
+        places = (np.cumsum(sizes) - sizes + self._size) * self._stride + sizes
+        held.update(zip(compress(pks, new), places.tolist()))
+        self._keep(fresh)
+        ranks = np.arange(len(fresh)) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
+        return groups, self._out_columns(fresh, ranks)
+
+    def _keep(self, fresh: pa.Table) -> None:
+        """Append ``fresh`` to ``_kept``; every :data:`COMPACT` tables since the last compaction become one (places
+        are offsets into all of _kept's rows, so they stay valid)."""
+        self._kept.append(fresh)
+        self._bases.append(self._size)
+        self._size += fresh.num_rows
+        self._base_array = None
+        if len(self._kept) - self._compacted >= COMPACT:
+            try:
+                merged = pa.concat_tables(self._kept[self._compacted:]).combine_chunks()
+            except pa.ArrowInvalid:  # (schemas that differ: left as they are)
+                return
+            self._kept[self._compacted:] = [merged]
+            del self._bases[self._compacted + 1:]
+            self._compacted = len(self._kept)
+
+    def _out_columns(self, rows: pa.Table, ranks: np.ndarray) -> pa.Table:
+        """The out stream's columns of view rows in rank order (``ranks`` their rank in their partition)."""
+        columns = [pa.array(ranks, pa.int64()) if i is None else rows.column(i) for i in self.ranked.project]
+        return pa.table(columns, names=[f"o{j}" for j in range(len(columns))])
+
+    def _as_tuples(self, pks: list[tuple]) -> None:
+        """Partitions ``pks`` (each held as a place in ``_kept``) made Python rows, all of them at once."""
+        if not pks:
+            return
+        held = self.held
+        starts, sizes = np.divmod(np.array([held[pk] for pk in pks], dtype=np.int64), self._stride)
+        at = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+        rows = self._kept_rows(at)
+        bounds = np.append(0, np.cumsum(sizes)).tolist()
+        out_rows, top = self.ranked.out_rows, self.top
+        for pk, a, b in zip(pks, bounds, bounds[1:]):
+            first = held[pk] = rows[a:b]
+            top[pk] = out_rows(first)
+
+    def _kept_rows(self, at: np.ndarray) -> list[tuple]:
+        """The rows at places ``at`` of ``_kept``, as Python rows in that order: a take from each table they are
+        in (one take over ``_kept`` concatenated would cost all of it, batch after batch)."""
+        order = np.argsort(at, kind="stable")
+        ordered = at[order]
+        if self._base_array is None:
+            self._base_array = np.array(self._bases, dtype=np.int64)
+        which = np.searchsorted(self._base_array, ordered, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        found: list[tuple] = []
+        for part, places in zip(np.split(which, cuts), np.split(ordered, cuts)):
+            table = self._kept[int(part[0])]
+            found.extend(_rows(table.take(pa.array(places - self._bases[int(part[0])]))))
+        rows: list[tuple] = [()] * len(at)
+        for i, row in zip(order.tolist(), found):
+            rows[i] = row
+        return rows
 
 
 def _rows(table: pa.Table) -> list[tuple]:
