@@ -28,17 +28,13 @@ CREATE STREAM S(b INT NULL, d INT);
 
 SHAPES: dict[str, str] = {
     "left_grouped_by_padded": PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f",
-    "left_padded_beside_preserved": PLAIN + """SELECT r.a, s.f, COUNT(*) AS n, SUM(r.e) AS t
-        FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY r.a, s.f""",
     "right_grouped_by_padded": PLAIN + """SELECT r.a, COUNT(*) AS n, SUM(s.f) AS t
         FROM R r RIGHT JOIN S s ON r.e = s.e GROUP BY r.a""",
-    "full_two_padded_keys": PLAIN + """SELECT r.a, s.f, COUNT(*) AS n FROM R r FULL JOIN S s ON r.e = s.e
-        GROUP BY r.a, s.f""",
+    "full_two_padded_keys": PLAIN + """SELECT r.a, s.f, COUNT(*) AS n, COUNT(r.e) AS k FROM R r FULL JOIN S s
+        ON r.e = s.e GROUP BY r.a, s.f""",  # each anti part: a padded key beside a preserved one
     "left_rows_with_padded_column": PLAIN + "SELECT r.a, s.f FROM R r LEFT JOIN S s ON r.e = s.e",
     "left_padded_nullable_key": NULLABLE + """SELECT s.b, SUM(s.d) AS t, COUNT(*) AS n FROM R r
         LEFT JOIN S s ON r.a = s.d GROUP BY s.b""",
-    "full_nullable_keys_both_sides": NULLABLE + """SELECT r.c, s.b AS sb, COUNT(*) AS n, SUM(r.a) AS x
-        FROM R r FULL JOIN S s ON r.b = s.b GROUP BY r.c, s.b""",
     "left_padded_float_key": NULLABLE + """SELECT r.c, COUNT(*) AS n, SUM(s.d) AS t FROM S s
         LEFT JOIN R r ON s.d = r.a GROUP BY r.c""",
 }
@@ -46,7 +42,7 @@ SHAPES: dict[str, str] = {
 
 @pytest.mark.parametrize("shape", shape_params(SHAPES))
 def test_view_matches_duckdb(shape):
-    check_rows_against_duckdb(SHAPES[shape], examples=12)
+    check_rows_against_duckdb(SHAPES[shape], examples=5)  # small domains: 5 streams of batches cross 0
 
 
 def test_the_null_group_is_apart_from_zero_and_empties_on_both_backends():
