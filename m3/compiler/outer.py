@@ -220,7 +220,7 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     kind = next(str(j.args.get("side") or "FULL").upper() for j in q.args.get("joins") or [] if is_outer(j))
     keys, values = _outputs(q, ctx)
     sides = {a for p in ps for a in p.meta["padded"]}
-    shown, keys = keys, keys + padded_keys(keys, sides, maybe, relations, q, kind, ctx)  # indicators beside
+    shown, keys = keys, keys + padded_keys(keys, values, sides, maybe, relations, q, kind, ctx)  # indicators beside
     found = components(values, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
         + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate

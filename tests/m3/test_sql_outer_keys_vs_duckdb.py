@@ -73,3 +73,9 @@ def test_a_padded_key_joined_with_another_key_is_refused_by_name():
     ``s.e`` is NULL: the view's keys cannot be one in some parts only, so the query is refused, naming both."""
     with pytest.raises(CompileError, match=r"reading s.e and r.e as keys: the ON condition makes them one key"):
         compile_sql(PLAIN + "SELECT r.e, s.e AS se, COUNT(*) FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY r.e, s.e")
+
+
+def test_a_padded_key_read_outside_an_aggregate_is_refused_by_name():
+    """``s.f + COUNT(*)`` is NULL in the group NULL; the part would read its constant 0: refused, naming it."""
+    with pytest.raises(CompileError, match=r"reading the padded key s.f outside an aggregate"):
+        compile_sql(PLAIN + "SELECT s.f, s.f + COUNT(*) AS x FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f")
