@@ -32,7 +32,7 @@ SHAPES: dict[str, str] = {
         FROM R r RIGHT JOIN S s ON r.e = s.e GROUP BY r.a""",
     "full_two_padded_keys": PLAIN + """SELECT r.a, s.f, COUNT(*) AS n, COUNT(r.e) AS k FROM R r FULL JOIN S s
         ON r.e = s.e GROUP BY r.a, s.f""",  # each anti part: a padded key beside a preserved one
-    "left_rows_with_padded_column": PLAIN + "SELECT r.a, s.f FROM R r LEFT JOIN S s ON r.e = s.e",
+    "left_rows_with_padded_column": PLAIN + "SELECT * FROM R LEFT JOIN S USING (e)",  # r.a, e, s.f
     "left_padded_nullable_key": NULLABLE + """SELECT s.b, SUM(s.d) AS t, COUNT(*) AS n FROM R r
         LEFT JOIN S s ON r.a = s.d GROUP BY s.b""",
     "left_padded_float_key": NULLABLE + """SELECT r.c, COUNT(*) AS n, SUM(s.d) AS t FROM S s
