@@ -20,10 +20,13 @@ parts' aggregates when read (:func:`plan`, a :class:`.lifted.Plan`):
 Each aggregate is split per part at compile time: ``SUM``, ``COUNT`` and ``AVG`` (its sum over its count)
 add across parts; over a padded part an argument that is NULL contributes nothing (SQL ignores NULLs).  A
 group all of whose inputs are NULL reads 0, not NULL, as every aggregate of no rows in Boreas does today.
-A padded column read as a key (selected, grouped by) is a constant key of the part that pads it, beside an
-indicator key (an internal key: reads show None where it is 1), :mod:`.outerkeys`.  Refused by name: ``MIN``,
-``MAX`` and ``DISTINCT`` aggregates over parts, HAVING, a padded key that is not INT or FLOAT, or one the ON
-condition equates with another key.  A query reading nullable columns shows SQL's NULLs instead of 0, each part rewritten over indicators
+MIN and MAX are the least (greatest) of the parts that have a value (:func:`.outerview.extreme`), HAVING a condition
+of the view over the parts' aggregates (:mod:`.outerhaving`).  A padded column read as a key (selected, grouped
+by) is a constant key of the part that pads it, beside an indicator key (an internal key: reads show None where it
+is 1), :mod:`.outerkeys`; MIN, MAX and HAVING over such a view too.  Refused by name: ``DISTINCT`` aggregates over
+parts (but COUNT(DISTINCT) of one part's column), a padded key that is not INT or FLOAT, one the ON condition
+equates with another key, or one read outside an aggregate (a value column or HAVING).  A query reading nullable
+columns shows SQL's NULLs instead of 0, each part rewritten over indicators
 (:mod:`.outernulls`).
 
 >>> import sqlglot
@@ -55,11 +58,12 @@ from sqlglot import exp
 
 from ..ast import Cmp, Const, Expr, MapRef, Var
 from ..nullable import indicator
-from ..viewnodes import Arith
+from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
+from .outerhaving import having_of, truth
 from .outerview import Reader, column, components, may_be_null
 from .outerkeys import padded_keys, part_constants, with_constants  # noqa: F401 (with_constants: the front end's)
-from .outernulls import explicit, implied, not_true, null_columns, nullable_columns, reads_nullable
+from .outernulls import explicit, implied, lenient, not_true, null_columns, nullable_columns, reads_nullable
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
@@ -159,6 +163,13 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
         if side in ("RIGHT", "FULL") and i > 0:
             raise ctx.error(f"unsupported {side} JOIN after another join ({sql_of(j)}): only the first join of a "
                             "FROM may be RIGHT or FULL (write the relations the other way round)", j)
+        kept = ([set(seen)] if side in ("LEFT", "FULL") else []) + ([{alias}] if side in ("RIGHT", "FULL") else [])
+        bad = next((c for k in kept if (c := lenient(j.args.get("on"), k, maybe)) is not None), None) if maybe else None
+        if bad is not None:
+            raise ctx.error(f"unsupported ON condition {sql_of(bad)} of a {side} JOIN over a nullable column of its "
+                            "preserved side: it may be TRUE where that column is NULL (COALESCE, CASE, IS, OR), and "
+                            "the preserved rows are not split on its presence inside the match (compare the column "
+                            "itself)", bad)
         nxt = []
         for p in todo:
             inner = p.copy()
@@ -208,7 +219,7 @@ def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = (
 
 def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -> Plan | exp.Select:
     for key in ("having", "distinct", "order", "limit", "offset"):
-        if sel.args.get(key) and key in ("having", "limit", "offset"):
+        if sel.args.get(key) and key in ("limit", "offset"):
             raise ctx.error(f"unsupported {key.upper()} in a query with an outer join", sel.args[key])
     ps = parts(sel, relations, ctx)
     if not ps:
@@ -220,8 +231,11 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     kind = next(str(j.args.get("side") or "FULL").upper() for j in q.args.get("joins") or [] if is_outer(j))
     keys, values = _outputs(q, ctx)
     sides = {a for p in ps for a in p.meta["padded"]}
-    shown, keys = keys, keys + padded_keys(keys, values, sides, maybe, relations, q, kind, ctx)  # indicators beside
-    found = components(values, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
+    shown = keys
+    having = having_of(q, shown, values)  # read over the parts' aggregates (:mod:`.outerhaving`)
+    read = values + ([("HAVING", having)] if having is not None else [])
+    keys = keys + padded_keys(keys, read, sides, maybe, relations, q, kind, ctx)  # indicators beside: :mod:`.outerkeys`
+    found = components(read, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
         + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate
     index = {id(c): next(n for n, d in enumerate(comps) if d.sql() == c.sql()) for c in found}
@@ -236,6 +250,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         for c in comps:
             arg = c.this if not isinstance(c.this, exp.Star) else None
             arg = fold(pad(arg.copy(), p.meta["padded"]), p.meta["present"], maybe) if arg is not None else None
+            if type(arg) is exp.Distinct and len(arg.expressions) == 1:  # COUNT(DISTINCT x): x NULL, none counted
+                arg = arg if not is_null(arg.expressions[0]) else arg.expressions[0]
             if arg is not None and (is_null(arg) or (type(c) is exp.Sum and arg == exp.Literal.number(0))):
                 where_at.append(None)
                 continue
@@ -249,28 +265,37 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         s.set("group", exp.Group(expressions=[k.copy() for _, k in grouped]) if grouped else None)
         s.set("order", None)
         s.set("distinct", None)
+        s.set("having", None)
         s = explicit(s, relations, ctx) if maybe else s
         s.meta["constants"] = constants  # put back by :func:`.outerkeys.with_constants`
         selects.append(s)
         placed.append(where_at)
+
+    for n, c in enumerate(comps):  # COUNT(DISTINCT x): the distinct values of a union of parts do not add
+        if c.meta.get("one_part") and sum(pl[n] is not None for pl in placed) > 1:
+            raise ctx.error(f"unsupported {sql_of(c)} over an outer join reading rows of several of its parts (the "
+                            "matched and the padded rows: their distinct values do not add): COUNT(DISTINCT) of a "
+                            "column of the side that is padded", c)
 
     def total(n: int) -> Expr:
         found = [pl[n] for pl in placed if pl[n] is not None]
         return functools.reduce(lambda a, b: Arith("+", a, b), found) if found else Const(0)
 
     rows = total(index[id(found[-1])])
-    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx)
+    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx, lambda n: [pl[n] for pl in placed])
     names = [n for n, _ in shown] + [n for n, _ in values]
     if rename:
         if len(rename) != len(names):
             raise ctx.error(f"the view names {len(rename)} columns, its query selects {len(names)}", sel)
         names = list(rename)
+    where = Cmp("<", Const(0), rows)
+    if having is not None:
+        where = BoolOp("AND", (where, truth(having, reader)))
     if maybe:  # SQL's NULLs shown (:mod:`.outernulls`)
-        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows))
+        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows)[:-1], where)
     columns = [column(v, reader) if v is not None else Const(1) for _, v in values]
     names = names[:len(shown)] + [indicator(names[i]) for i, _ in keys[len(shown):]] + names[len(shown):]
-    return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars,
-                tuple(zip(names[len(keys):], columns)), Cmp("<", Const(0), rows))
+    return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars, tuple(zip(names[len(keys):], columns)), where)
 
 
 def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:

@@ -56,10 +56,18 @@ def components(values: list, nullable: Callable[[exp.Expression], bool], ctx: Po
         for n in (v.walk() if v is not None else ()):
             if not isinstance(n, exp.AggFunc):
                 continue
-            if type(n) not in (exp.Sum, exp.Count, exp.Avg) or isinstance(n.this, exp.Distinct):
+            if type(n) is exp.Count and isinstance(n.this, exp.Distinct):  # one part's, checked by :mod:`.outer`
+                n.meta["one_part"] = True
+                out.append(n)
+                continue
+            if type(n) not in (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max) or isinstance(n.this, exp.Distinct):
                 raise ctx.error(f"unsupported {sql_of(n)} over an outer join (SUM, COUNT and AVG add across its "
-                                "matched and padded parts; MIN, MAX and DISTINCT do not yet)", n)
-            if type(n) is exp.Avg:
+                                "matched and padded parts, MIN and MAX are the least/greatest of theirs, "
+                                "COUNT(DISTINCT) is one part's; other DISTINCT aggregates do not combine yet)", n)
+            if type(n) in (exp.Min, exp.Max):  # each part's, and its COUNT: whether that part has a value
+                n.meta["count"] = exp.Count(this=n.this.copy())
+                out += [n, n.meta["count"]]
+            elif type(n) is exp.Avg:
                 n.meta["parts"] = (exp.Sum(this=n.this.copy()), exp.Count(this=n.this.copy()))
                 out += list(n.meta["parts"])
             elif type(n) is exp.Sum and nullable(n.this) and (every or n is not unparen(v)):  # alone: 0 where NULL
@@ -80,6 +88,7 @@ class Reader:
     keys: list[exp.Expression]
     key_vars: tuple[str, ...]
     ctx: Positions
+    each: Callable[[int], list[Expr | None]] | None = None  # a component per part (None: NULL there), for MIN/MAX
 
 
 def column(e: exp.Expression, r: Reader) -> Expr:
@@ -108,6 +117,8 @@ def _read(e: exp.Expression, r: Reader) -> Flagged:
         return Arith("/", s, Arith("GREATEST", c, Const(1))), Arith("LEAST", c, Const(1))
     if type(e) is exp.Sum and "count" in e.meta:
         return r.total(r.index[id(e)]), Arith("LEAST", r.total(r.index[id(e.meta["count"])]), Const(1))
+    if type(e) in (exp.Min, exp.Max) and r.each is not None:
+        return extreme(e, r)
     if isinstance(e, exp.AggFunc):
         return r.total(r.index[id(e)]), None
     if type(e) is exp.Column:
@@ -141,3 +152,31 @@ def _extreme(op: str, x: Flagged, y: Flagged) -> Flagged:
     if fb is not None:
         b = Arith("+", Arith("*", fb, b), Arith("*", Arith("-", Const(1), fb), a))
     return Arith(op, a, b), (None if fa is None or fb is None else Arith("GREATEST", fa, fb))
+
+
+def extreme(e: exp.Min | exp.Max, r: Reader) -> Flagged:
+    """MIN/MAX over an outer join: the least/greatest of its parts' (a part's MIN over no value is 0, so each is
+    flagged by its part's COUNT of the argument and skipped where that is 0: :func:`_extreme`), NULL where no
+    part has a value (docs/m3.md "Outer joins").
+
+    >>> class Ctx:
+    ...     def error(self, message, node=None, keyword=None): return ValueError(message)
+    >>> from ..ast import MapRef
+    >>> from ..printer import format_view_expr
+    >>> import sqlglot
+    >>> m = sqlglot.parse_one("MIN(r.a)")
+    >>> found = components([("m", m)], lambda x: False, Ctx())
+    >>> [f.sql() for f in found]
+    ['MIN(r.a)', 'COUNT(r.a)']
+    >>> index = {id(f): i for i, f in enumerate(found)}
+    >>> r = Reader(index, None, [], (), Ctx(), lambda i: [MapRef(f"#0.{i}", ()), MapRef(f"#1.{i}", ())])
+    >>> value, flag = extreme(m, r)
+    >>> format_view_expr(flag)
+    'GREATEST(LEAST(#0.1[], 1), LEAST(#1.1[], 1))'
+    """
+    values, counts = r.each(r.index[id(e)]), r.each(r.index[id(e.meta["count"])])
+    found = [(v, Arith("LEAST", c, Const(1))) for v, c in zip(values, counts) if v is not None and c is not None]
+    if not found:  # the argument is NULL in every part (a padded column of every part that reads it)
+        return Const(0), Const(0)
+    op = "LEAST" if type(e) is exp.Min else "GREATEST"
+    return functools.reduce(lambda x, y: _extreme(op, x, y), found)

@@ -4,8 +4,9 @@
 ``SELECT s.c, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c``: the rows of ``r`` without a match
 are the group ``s.c = NULL``, read as None (its indicator an internal key), apart from the group ``0``.  LEFT,
 RIGHT and FULL; a padded key beside a preserved key; over columns that are not nullable and nullable ones; a
-view of rows.  Each shape runs on both backends; after every batch the maps equal their definitions, deleting
-every row empties every map, and each output row is DuckDB's, NULLs as None (:mod:`null_harness`).
+view of rows; MIN/MAX and HAVING beside padded keys (a padded key read in HAVING is refused by name).  Each
+shape runs on both backends; after every batch the maps equal their definitions, deleting every row empties
+every map, and each output row is DuckDB's, NULLs as None (:mod:`null_harness`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ SHAPES: dict[str, str] = {
         LEFT JOIN S s ON r.a = s.d GROUP BY s.b""",
     "left_padded_float_key": NULLABLE + """SELECT r.c, COUNT(*) AS n, SUM(s.d) AS t FROM S s
         LEFT JOIN R r ON s.d = r.a GROUP BY r.c""",
+    "padded_keys_with_extremes_and_having": NULLABLE + """SELECT r.a, s.b, MIN(s.d) AS m, COUNT(*) AS n
+        FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY r.a, s.b HAVING MIN(s.d) IS NULL OR COUNT(*) > 1;
+        SELECT s.b, MAX(s.d) AS m, COUNT(*) AS n FROM R r FULL JOIN S s ON r.a = s.d GROUP BY s.b
+        HAVING NOT (MAX(s.d) < 2)""",  # MIN/MAX and HAVING (branch sqlJ) over constant keys (sqlK)
 }
 
 
@@ -79,3 +84,9 @@ def test_a_padded_key_read_outside_an_aggregate_is_refused_by_name():
     """``s.f + COUNT(*)`` is NULL in the group NULL; the part would read its constant 0: refused, naming it."""
     with pytest.raises(CompileError, match=r"reading the padded key s.f outside an aggregate"):
         compile_sql(PLAIN + "SELECT s.f, s.f + COUNT(*) AS x FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f")
+
+
+def test_a_padded_key_read_in_having_is_refused_by_name():
+    """``HAVING s.f > 1`` is NULL (not TRUE) in the group NULL; the view would read the part's constant 0."""
+    with pytest.raises(CompileError, match=r"reading the padded key s.f outside an aggregate in HAVING \(s.f > 1\)"):
+        compile_sql(PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f HAVING s.f > 1")
