@@ -345,15 +345,16 @@ def variables(expr: Expr) -> list[str]:
 
 
 def lift(c: Expr) -> tuple[str, Call | Sum | Prod] | None:
-    """``(K, call)`` when ``c`` is a lift ``{K = call}`` of a map definition (:class:`Call`), or of arithmetic
-    ``{K = A + B}`` (a computed key; where ``K`` is bound already, the lift is the comparison it also reads as),
+    """``(K, call)`` when ``c`` is a lift ``{K = call}`` of a map definition (:class:`Call`), of arithmetic
+    ``{K = A + B}`` (a computed key), or of a constant (a constant key, ``{K = 0}``: where ``K`` is bound already,
+    the lift is the comparison it also reads as),
     else None.
 
     >>> lift(Cmp("=", Var("K"), Call("YEAR", (Var("D"),)))), lift(Cmp("=", Var("K"), Var("D")))
     (('K', Call(fn='YEAR', args=(Var(name='D'),))), None)
-    >>> lift(Cmp("=", Var("K"), Prod((Const(2), Var("A")))))[0]
-    'K'
+    >>> lift(Cmp("=", Var("K"), Prod((Const(2), Var("A")))))[0], lift(Cmp("=", Var("K"), Const(0)))
+    ('K', ('K', Const(value=0)))
     """
-    if isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Var) and isinstance(c.right, (Call, Sum, Prod)):
+    if isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Var) and isinstance(c.right, (Call, Sum, Prod, Const)):
         return c.left.name, c.right
     return None

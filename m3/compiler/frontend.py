@@ -98,7 +98,7 @@ from .setparts import nested_branches, set_kind, unordered
 from .setparts import plan as set_plan
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
-from .outer import has_outer, plan as outer_plan
+from .outer import has_outer, plan as outer_plan, with_constants
 from .outputs import (
     check_grouped,
     check_rows,
@@ -278,7 +278,8 @@ def _no_lifted(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) ->
 
 def _over_parts(name: str, p, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx) -> SqlQuery:
     """A query that is a view over parts (:class:`.lifted.Plan`), each part compiled as a query of its own."""
-    parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
+    parts = tuple(with_constants(_query(f"{name}_p{i}", s, relations, ctx, []), s.meta.get("constants", {}))
+                  for i, s in enumerate(p.parts))  # an outer join's padded keys (:mod:`.outerkeys`)
     for s, q in zip(p.parts, parts):
         if q.lifted is not None:  # a part is compiled to maps, which a lifted query is not
             raise ctx.error(f"unsupported grouped derived table over another grouped derived table's values "

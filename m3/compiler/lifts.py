@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..calculus import Cond, Fn, Lit, PolyVal, V, Value, lift_in, substitute
+from ..calculus import Atom, Cond, Fn, Lit, PolyVal, Term, V, Value, lift_in, substitute  # noqa: F401 (Atom, Term: doctest)
 from ..functions import apply
 from .delta import DeltaTerm
 
@@ -48,12 +48,26 @@ def fold_call(f: Fn) -> Value:
     return f
 
 
+def _lift(c: Cond, atoms) -> V | None:
+    """``K`` when ``c`` lifts it (:func:`..calculus.lift_in`), or binds it to a constant no atom binds it to (a
+    constant key, ``{K = 0}``: :mod:`.outerkeys`)."""
+    if c.op == "=" and isinstance(c.left, V) and isinstance(c.right, Lit) and not any(c.left in a.vars() for a in atoms):
+        return c.left
+    return lift_in(c, atoms)
+
+
 def bind_lift(d: DeltaTerm, event: set[V]) -> DeltaTerm:
-    """``d`` with every lifted variable the event determines replaced by its call (module doc)."""
+    """``d`` with every lifted variable the event determines replaced by its call (module doc); a constant
+    key's, by its constant.
+
+    >>> K, D = V("K", "INT"), V("D", "DATE")
+    >>> print(bind_lift(DeltaTerm((K, D), Term(1, (Atom("R", (D,)),), (Cond("=", K, Lit(0)),))), set()))
+    [0, D] += R(D) * {0 = 0}
+    """
     while True:
         atoms = d.term.atoms
-        loops = {k for c in d.term.conds if (k := lift_in(c, atoms)) is not None and not _bindable(c, event)}
-        found = next(((k, c.right) for c in d.term.conds if (k := lift_in(c, atoms)) is not None and k not in event
+        loops = {k for c in d.term.conds if (k := _lift(c, atoms)) is not None and not _bindable(c, event)}
+        found = next(((k, c.right) for c in d.term.conds if (k := _lift(c, atoms)) is not None and k not in event
                       and k not in loops and _bindable(c, event)), None)
         if found is None:
             return d
@@ -68,7 +82,7 @@ def _bindable(c: Cond, event: set[V]) -> bool:
     """Whether the trigger computes the lift's value: a call of event variables, or arithmetic that reads the
     event (``{K = A + C}``, ``A`` the event's, ``C`` a loop variable: the statement computes ``A + C`` per
     entry of the map that binds ``C``, :mod:`.materialize`)."""
-    vs = set(c.right.vars())
+    vs = set(c.right.vars()) if not isinstance(c.right, Lit) else set()
     return vs <= event or (isinstance(c.right, PolyVal) and bool(vs & event))
 
 

@@ -62,6 +62,7 @@ from ..errors import CompileError
 from ..functions import result_type
 from .arithcmp import is_arith
 from .arithkey import ArithKey
+from .outerkeys import ConstKey
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
@@ -184,10 +185,10 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     >>> lift_computed(q, var), var[Computed("YEAR", ("R", "d"))]
     ((Cond(op='=', left=V(name='YEAR_D', type='INT'), right=Fn(name='YEAR', args=(V(name='D', type='DATE'),), type='INT')),), V(name='YEAR_D', type='INT'))
     """
-    found: list[Computed | ArithKey] = []
+    found: list[Computed | ArithKey | ConstKey] = []
 
     def collect(x):
-        if isinstance(x, (Computed, ArithKey)):
+        if isinstance(x, (Computed, ArithKey, ConstKey)):
             if isinstance(x, ArithKey):
                 collect(x.tree)  # YEAR(d) * 100: the call's variable first
             if x not in found:
@@ -204,7 +205,7 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     taken = {v.name for v in var.values()}
     out = []
     for c in found:
-        if isinstance(c, ArithKey):
+        if isinstance(c, (ArithKey, ConstKey)):
             continue
         x = var.get(c.ref)
         if x is None:  # (a column of an enclosing query: a computed correlation, MOD(r.a, 3) in a subquery)
@@ -215,6 +216,10 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
         k = var[c] = V(name, result_type(c.fn))
         out.append(Cond("=", k, Fn(c.fn, (x,) + tuple(Lit(a) for a in c.args), k.type)))
     names = {ref: n for n, ref in q.group_by}
+    for c in (c for c in found if isinstance(c, ConstKey)):  # a constant key: {K = 0} (:mod:`.outerkeys`)
+        k = var[c] = V(variable_names([names.get(c, "const")], taken)[0], c.type)
+        taken.add(k.name)
+        out.append(Cond("=", k, Lit(c.value)))
     for c in (c for c in found if isinstance(c, ArithKey)):  # A + B: {K = A + B} (:mod:`.arithkey`)
         p = _poly(c.tree, var)
         if len(p) == 1 and p[0][0] == 1 and len(p[0][1]) == 1:  # A * 1: the column's own variable

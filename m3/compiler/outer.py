@@ -21,10 +21,12 @@ Each aggregate is split per part at compile time: ``SUM``, ``COUNT`` and ``AVG``
 add across parts; over a padded part an argument that is NULL contributes nothing (SQL ignores NULLs).  A
 group all of whose inputs are NULL reads 0, not NULL, as every aggregate of no rows in Boreas does today.
 MIN and MAX are the least (greatest) of the parts that have a value (:func:`.outerview.extreme`), HAVING a condition
-of the view over the parts' aggregates (:mod:`.outerhaving`).  Refused by name: ``DISTINCT`` aggregates over
-parts, and a padded column
-read as a key (selected, grouped by): its NULL would be a constant key of its part (issue 33 item 2).  A
-query reading nullable columns shows SQL's NULLs instead of 0, each part rewritten over indicators
+of the view over the parts' aggregates (:mod:`.outerhaving`).  A padded column read as a key (selected, grouped
+by) is a constant key of the part that pads it, beside an indicator key (an internal key: reads show None where it
+is 1), :mod:`.outerkeys`; MIN, MAX and HAVING over such a view too.  Refused by name: ``DISTINCT`` aggregates over
+parts (but COUNT(DISTINCT) of one part's column), a padded key that is not INT or FLOAT, one the ON condition
+equates with another key, or one read outside an aggregate (a value column or HAVING).  A query reading nullable
+columns shows SQL's NULLs instead of 0, each part rewritten over indicators
 (:mod:`.outernulls`).
 
 >>> import sqlglot
@@ -39,10 +41,12 @@ query reading nullable columns shows SQL's NULLs instead of 0, each part rewritt
  'SELECT r.a AS k0, COUNT(*) AS c0 FROM R AS r WHERE NOT EXISTS(SELECT * FROM S AS s WHERE r.b = s.b) GROUP BY r.a']
 >>> [(n, format_view_expr(e)) for n, e in p.columns], format_view_expr(p.where)
 ([('t', '#0.0[K0]'), ('n', '#0.1[K0] + #1.0[K0]')], '0 < #0.1[K0] + #1.0[K0]')
->>> plan(sqlglot.parse_one("SELECT s.c, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c"), rels, PlainErrors())
-Traceback (most recent call last):
-...
-boreas.m3.errors.CompileError: unsupported LEFT JOIN reading s.c as a key (selected or grouped by): it is NULL in the rows of r without a match, and view keys carry no padded NULLs yet (a constant key of its part, issue 33 item 2): aggregate it, or COALESCE it in an aggregate
+>>> p = plan(sqlglot.parse_one("SELECT s.c, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c"), rels, PlainErrors())
+>>> p.keys, [q.sql() for q in p.parts]  # doctest: +NORMALIZE_WHITESPACE
+(('c', 'c__null'), ['SELECT s.c AS k0, COUNT(*) AS c0 FROM R AS r, S AS s WHERE r.b = s.b GROUP BY s.c',
+                    'SELECT COUNT(*) AS c0 FROM R AS r WHERE NOT EXISTS(SELECT * FROM S AS s WHERE r.b = s.b)'])
+>>> [sorted((n, k.value) for n, k in q.meta["constants"].items()) for q in p.parts]  # (key position, constant)
+[[(1, 0)], [(0, 0), (1, 1)]]
 """
 
 from __future__ import annotations
@@ -53,12 +57,13 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 
 from ..ast import Cmp, Const, Expr, MapRef, Var
+from ..nullable import indicator
 from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
 from .outerhaving import having_of, truth
 from .outerview import Reader, column, components, may_be_null, numeric_extremes
-from .outernulls import (explicit, implied, indicator_keys, lenient, not_true, null_columns, nullable_columns,
-                         reads_nullable)
+from .outerkeys import padded_keys, part_constants, with_constants  # noqa: F401 (with_constants: the front end's)
+from .outernulls import explicit, implied, lenient, not_true, null_columns, nullable_columns, reads_nullable
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
@@ -226,20 +231,12 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     q = ps[0].meta["original"]
     kind = next(str(j.args.get("side") or "FULL").upper() for j in q.args.get("joins") or [] if is_outer(j))
     keys, values = _outputs(q, ctx)
-    for p in ps:
-        for _, k in keys:
-            if refs(k) & p.meta["padded"]:
-                side = next(iter(refs(k) & p.meta["padded"]))
-                other = _name(items_of(p)[0])
-                raise ctx.error(f"unsupported {kind} JOIN reading {sql_of(k)} as a key (selected or grouped by): it "
-                                f"is NULL in the rows of {other} without a match, and view keys carry no padded NULLs "
-                                f"yet (a constant key of its part, issue 33 item 2): aggregate it, or COALESCE it in "
-                                f"an aggregate", k)
     sides = {a for p in ps for a in p.meta["padded"]}
-    shown, keys = keys, keys + indicator_keys(keys, maybe)  # a nullable key's indicator beside it (:mod:`.outernulls`)
+    shown = keys
     having = having_of(q, shown, values)  # read over the parts' aggregates (:mod:`.outerhaving`)
-    found = components(values + ([("", having)] if having is not None else []),
-                       lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
+    read = values + ([("HAVING", having)] if having is not None else [])
+    keys = keys + padded_keys(keys, read, sides, maybe, relations, q, kind, ctx)  # indicators beside: :mod:`.outerkeys`
+    found = components(read, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
         + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate
     index = {id(c): next(n for n, d in enumerate(comps) if d.sql() == c.sql()) for c in found}
@@ -247,7 +244,9 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     row = tuple(Var(v) for v in key_vars)
     selects, placed = [], []  # per part: its SELECT, and per component its placeholder (or None: NULL there)
     for i, p in enumerate(ps):
-        items = [exp.alias_(k.copy(), f"k{n}") for n, (_, k) in enumerate(keys)]
+        constants = part_constants(keys, len(shown), p.meta["padded"], relations, q)
+        grouped = [(n, k) for n, (_, k) in enumerate(keys) if n not in constants]
+        items = [exp.alias_(k.copy(), f"k{n}") for n, k in grouped]
         where_at: list = []
         for c in comps:
             arg = c.this if not isinstance(c.this, exp.Star) else None
@@ -260,15 +259,17 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
             comp = c.copy()
             if arg is not None:
                 comp.set("this", arg)
-            where_at.append(MapRef(f"#{i}.{len(items) - len(keys)}", row))
-            items.append(exp.alias_(comp, f"c{len(items) - len(keys)}"))
+            where_at.append(MapRef(f"#{i}.{len(items) - len(grouped)}", row))
+            items.append(exp.alias_(comp, f"c{len(items) - len(grouped)}"))
         s = p.copy()
         s.set("expressions", items)
-        s.set("group", exp.Group(expressions=[k.copy() for _, k in keys]) if keys else None)
+        s.set("group", exp.Group(expressions=[k.copy() for _, k in grouped]) if grouped else None)
         s.set("order", None)
         s.set("distinct", None)
         s.set("having", None)
-        selects.append(explicit(s, relations, ctx) if maybe else s)
+        s = explicit(s, relations, ctx) if maybe else s
+        s.meta["constants"] = constants  # put back by :func:`.outerkeys.with_constants`
+        selects.append(s)
         placed.append(where_at)
 
     for n, c in enumerate(comps):  # COUNT(DISTINCT x): the distinct values of a union of parts do not add
@@ -294,6 +295,7 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     if maybe:  # SQL's NULLs shown (:mod:`.outernulls`)
         return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows)[:-1], where)
     columns = [column(v, reader) if v is not None else Const(1) for _, v in values]
+    names = names[:len(shown)] + [indicator(names[i]) for i, _ in keys[len(shown):]] + names[len(shown):]
     return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars, tuple(zip(names[len(keys):], columns)), where)
 
 

@@ -161,12 +161,6 @@ def reads_nullable(e: exp.Expression, maybe: frozenset) -> bool:
     return any((c.table.lower(), c.name.lower()) in maybe for c in e.find_all(exp.Column))
 
 
-def indicator_keys(keys: list, maybe: frozenset) -> list:
-    """A key beside each nullable key column: ``(i, its indicator column)``, ``i`` the key's position."""
-    return [(i, exp.column(indicator(k.name), k.table)) for i, (_, k) in enumerate(keys)
-            if type(k) is exp.Column and (k.table.lower(), k.name.lower()) in maybe]
-
-
 def null_columns(names: list, shown: list, keys: list, key_vars: tuple, values: list, reader: Reader,
                  rows: Expr) -> tuple:
     """The rest of an outer join's :class:`.lifted.Plan` over nullable columns: its key names (an indicator

@@ -92,8 +92,8 @@ def test_compile_shows_the_cost_class_of_each_view():
 
 
 REFUSED = {
-    "padded_nullable_key": ("SELECT s.b, COUNT(*) FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY s.b",
-                            "view keys carry no padded NULLs yet"),
+    "padded_key_joined_with_a_key": ("SELECT r.b, s.b AS sb, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b "
+                                     "GROUP BY r.b, s.b", "reading s.b and r.b as keys"),
     "min_of_nullable_preserved": ("SELECT r.a, MIN(r.b) FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY r.a",
                                   r"MIN\(r.b\) of a nullable column over an outer join"),
     "subquery_beside": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b WHERE r.a IN "

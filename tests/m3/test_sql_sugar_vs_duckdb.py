@@ -75,7 +75,7 @@ def test_compile_shows_the_cost_class_of_each_new_construct():
     ("SELECT * FROM R JOIN S USING (c)", "JOIN ... USING (c): no relation to the left of S has a column c"),
     ("SELECT * FROM R JOIN S USING (a)", "JOIN ... USING (a): S has no column a"),
     ("SELECT * FROM R FULL JOIN S USING (b)", "unsupported FULL JOIN ... USING (b) (inner, LEFT and RIGHT joins"),
-    ("SELECT * FROM R LEFT JOIN S USING (b)", "unsupported LEFT JOIN reading S.c as a key"),
+    ("SELECT * FROM S LEFT JOIN R USING (b)", "unsupported LEFT JOIN reading R.d as a key"),  # a padded DATE
     ("SELECT * FROM R, S NATURAL JOIN T", "unsupported NATURAL JOIN after a comma join"),
     ("SELECT * FROM R r1 JOIN R r2 ON r1.a = r2.a JOIN S USING (b)", "b is a column of both r1 and r2"),
     ("SELECT * FROM (SELECT b FROM R) x JOIN S USING (b)", "unsupported NATURAL JOIN or JOIN ... USING with a derived"),

@@ -1,0 +1,92 @@
+"""A padded column as a key of an outer join agrees with DuckDB under NULL-heavy random inserts and deletes
+(issue 33 item 3, docs/m3.md "Outer joins": a padded key is a constant key of its part, :mod:`.outerkeys`).
+
+``SELECT s.c, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c``: the rows of ``r`` without a match
+are the group ``s.c = NULL``, read as None (its indicator an internal key), apart from the group ``0``.  LEFT,
+RIGHT and FULL; a padded key beside a preserved key; over columns that are not nullable and nullable ones; a
+view of rows; MIN/MAX and HAVING beside padded keys (a padded key read in HAVING is refused by name).  Each
+shape runs on both backends; after every batch the maps equal their definitions, deleting every row empties
+every map, and each output row is DuckDB's, NULLs as None (:mod:`null_harness`).
+"""
+
+from __future__ import annotations
+
+import pytest
+from boreas.m3 import compile_sql
+from boreas.m3.errors import CompileError
+from m3_harness import new_runtime, shape_params
+from null_harness import check_rows_against_duckdb
+
+PLAIN = """
+CREATE STREAM R(a INT, e INT);
+CREATE STREAM S(e INT, f INT);
+"""
+
+NULLABLE = """
+CREATE STREAM R(a INT, b INT NULL, c FLOAT NULL);
+CREATE STREAM S(b INT NULL, d INT);
+"""
+
+SHAPES: dict[str, str] = {
+    "left_grouped_by_padded": PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f",
+    "right_grouped_by_padded": PLAIN + """SELECT r.a, COUNT(*) AS n, SUM(s.f) AS t
+        FROM R r RIGHT JOIN S s ON r.e = s.e GROUP BY r.a""",
+    "full_two_padded_keys": PLAIN + """SELECT r.a, s.f, COUNT(*) AS n, COUNT(r.e) AS k FROM R r FULL JOIN S s
+        ON r.e = s.e GROUP BY r.a, s.f""",  # each anti part: a padded key beside a preserved one
+    "left_rows_with_padded_column": PLAIN + "SELECT * FROM R LEFT JOIN S USING (e)",  # r.a, e, s.f
+    "left_padded_nullable_key": NULLABLE + """SELECT s.b, SUM(s.d) AS t, COUNT(*) AS n FROM R r
+        LEFT JOIN S s ON r.a = s.d GROUP BY s.b""",
+    "left_padded_float_key": NULLABLE + """SELECT r.c, COUNT(*) AS n, SUM(s.d) AS t FROM S s
+        LEFT JOIN R r ON s.d = r.a GROUP BY r.c""",
+    "padded_keys_with_extremes_and_having": NULLABLE + """SELECT r.a, s.b, MIN(s.d) AS m, COUNT(*) AS n
+        FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY r.a, s.b HAVING MIN(s.d) IS NULL OR COUNT(*) > 1;
+        SELECT s.b, MAX(s.d) AS m, COUNT(*) AS n FROM R r FULL JOIN S s ON r.a = s.d GROUP BY s.b
+        HAVING NOT (MAX(s.d) < 2)""",  # MIN/MAX and HAVING (branch sqlJ) over constant keys (sqlK)
+}
+
+
+@pytest.mark.parametrize("shape", shape_params(SHAPES))
+def test_view_matches_duckdb(shape):
+    check_rows_against_duckdb(SHAPES[shape], examples=5)  # small domains: 5 streams of batches cross 0
+
+
+def test_the_null_group_is_apart_from_zero_and_empties_on_both_backends():
+    """R's row without a match is the group NULL (None), apart from the group 0 of a matched row; a delete
+    moving a row between them is seen; deleting every row empties every map."""
+    program = compile_sql(PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f")
+    view = program.view("Q1")
+    assert view.keys == ("f", "f__null") and view.internal == ("f__null",)
+    for backend in ("python", "native"):
+        rt = new_runtime(program, backend)
+        rt.apply_batch([("R", 1, (1, 1)), ("R", 1, (2, 2)), ("S", 1, (1, 0))])
+        assert rt.view("Q1") == {(0, 0): 1, (None, 1): 1}
+        rt.apply_batch([("S", -1, (1, 0))])
+        assert rt.view("Q1") == {(None, 1): 2}
+        rt.apply_batch([("R", -1, (1, 1)), ("R", -1, (2, 2))])
+        assert rt.view("Q1") == {} and rt.entries() == 0
+
+
+def test_a_padded_string_key_is_refused_by_name():
+    """A constant stands for a padded INT or FLOAT key only: a STRING one is refused, naming the column."""
+    with pytest.raises(CompileError, match=r"reading u.name as a key .* INT and FLOAT columns only"):
+        compile_sql(PLAIN + "CREATE STREAM U(e INT, name STRING); SELECT u.name, COUNT(*) FROM R r "
+                            "LEFT JOIN U u ON r.e = u.e GROUP BY u.name")
+
+
+def test_a_padded_key_joined_with_another_key_is_refused_by_name():
+    """Where rows match, ``r.e = s.e`` makes the two keys one variable of the inner part; where they do not,
+    ``s.e`` is NULL: the view's keys cannot be one in some parts only, so the query is refused, naming both."""
+    with pytest.raises(CompileError, match=r"reading s.e and r.e as keys: the ON condition makes them one key"):
+        compile_sql(PLAIN + "SELECT r.e, s.e AS se, COUNT(*) FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY r.e, s.e")
+
+
+def test_a_padded_key_read_outside_an_aggregate_is_refused_by_name():
+    """``s.f + COUNT(*)`` is NULL in the group NULL; the part would read its constant 0: refused, naming it."""
+    with pytest.raises(CompileError, match=r"reading the padded key s.f outside an aggregate"):
+        compile_sql(PLAIN + "SELECT s.f, s.f + COUNT(*) AS x FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f")
+
+
+def test_a_padded_key_read_in_having_is_refused_by_name():
+    """``HAVING s.f > 1`` is NULL (not TRUE) in the group NULL; the view would read the part's constant 0."""
+    with pytest.raises(CompileError, match=r"reading the padded key s.f outside an aggregate in HAVING \(s.f > 1\)"):
+        compile_sql(PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f HAVING s.f > 1")
