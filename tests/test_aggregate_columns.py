@@ -42,20 +42,24 @@ FLOAT_KEYS = [0.5, -2.0, 3.25, 0.5, -2.0, 3.25, 0.0, -0.0]
 SCALE = float(os.environ.get("BOREAS_PROPERTY_SCALE", "1"))
 
 
-def aggregate(params: dict[str, str]) -> AggregateOperator:
+def aggregate(params: dict[str, str], row: Schema | None = None) -> AggregateOperator:
+    """An aggregate box over ``row`` (:data:`ROW` if not given)."""
+    row = row or ROW
     b = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
-    return AggregateOperator(b, [ROW], TYPES.infer(b, [ROW]))
+    return AggregateOperator(b, [row], TYPES.infer(b, [row]))
 
 
-def columns(rows: list[tuple], weights: list[int] | None = None) -> Columns:
-    schema = arrow_schema(ROW)
+def columns(rows: list[tuple], weights: list[int] | None = None, row: Schema | None = None) -> Columns:
+    """``rows`` of ``row`` (:data:`ROW` if not given) as one Arrow batch, with ``weights`` if given."""
+    schema = arrow_schema(row or ROW)
     arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
     return Columns(pa.RecordBatch.from_arrays(arrays, schema=schema),
                    weights=None if weights is None else pa.array(weights, pa.int64()))
 
 
-def moved(op: AggregateOperator, params: dict[str, str], now: float) -> AggregateOperator:
-    new = aggregate(params)
+def moved(op: AggregateOperator, params: dict[str, str], now: float, row: Schema | None = None) -> AggregateOperator:
+    """A new box of ``params`` restored from ``op``'s state through msgpack (a move)."""
+    new = aggregate(params, row)
     new.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), now=now)
     return new
 

@@ -11,15 +11,15 @@ them into batches at random places (boundaries inside windows and groups) and co
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.node.operators import aggregate_emit, aggregate_runs
 from boreas.node.operators.aggregate import AggregateOperator
-from boreas.wire.columns import Columns, arrow_schema
+from boreas.wire.columns import Columns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import test_aggregate_columns as shared
 from test_aggregate_columns import SCALE, TYPES, close
 
 NROW = Schema("N", (Field("g", FieldType.INT), Field("s", FieldType.STRING, 4), Field("time", FieldType.INT),
@@ -29,22 +29,15 @@ FUNCTIONS = [["sum(x)", "avg(x)", "count(x)", "count()"], ["sum(n)", "min(n)", "
 
 
 def aggregate(params: dict[str, str]) -> AggregateOperator:
-    b = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
-    return AggregateOperator(b, [NROW], TYPES.infer(b, [NROW]))
+    return shared.aggregate(params, NROW)
 
 
 def columns(rows: list[tuple], weights: list[int] | None = None) -> Columns:
-    schema = arrow_schema(NROW)
-    arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
-    return Columns(pa.RecordBatch.from_arrays(arrays, schema=schema),
-                   weights=None if weights is None else pa.array(weights, pa.int64()))
+    return shared.columns(rows, weights, NROW)
 
 
 def moved(op: AggregateOperator, params: dict[str, str], now: float) -> AggregateOperator:
-    import msgspec
-    new = aggregate(params)
-    new.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), now=now)
-    return new
+    return shared.moved(op, params, now, NROW)
 
 
 @st.composite

@@ -28,13 +28,7 @@ def changes_rebuild_view(sql: str, backend: str, strategy=None, examples: int = 
         replica: dict = {v.name: {} for v in program.views}
         live: dict[str, list] = {r: [] for r in relations}
         for ops in batches:
-            events = []
-            for op in ops:
-                if op[0] == "ins":
-                    live[op[1]].append(op[2])
-                    events.append((op[1], 1, op[2]))
-                elif live[op[1]]:
-                    events.append((op[1], -1, live[op[1]].pop(op[2] % len(live[op[1]]))))
+            events = events_of(ops, live)
             rt.apply_batch(events)
             for name, rows in rt.changes().items():
                 width = len(program.view(name).columns)
@@ -50,3 +44,16 @@ def changes_rebuild_view(sql: str, backend: str, strategy=None, examples: int = 
                 assert replica[v.name] == {k: x for k, x in rt.view(v.name).items() if x != zero}, v.name
 
     check()
+
+
+def events_of(ops: list, live: dict[str, list]) -> list[tuple]:
+    """A workload batch's operations (:func:`m3_harness.workloads`) as signed events: an insert adds its row to
+    ``live``, a delete takes one of the relation's live rows (by the drawn index), none if it has none."""
+    events = []
+    for op in ops:
+        if op[0] == "ins":
+            live[op[1]].append(op[2])
+            events.append((op[1], 1, op[2]))
+        elif live[op[1]]:
+            events.append((op[1], -1, live[op[1]].pop(op[2] % len(live[op[1]]))))
+    return events

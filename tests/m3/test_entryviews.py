@@ -12,7 +12,7 @@ import pytest
 from boreas.m3 import Runtime, compile_sql
 from boreas.m3.runtime import entryviews
 from boreas.m3.runtime.views import view_form
-from changes_check import changes_rebuild_view
+from changes_check import changes_rebuild_view, events_of
 from hypothesis import HealthCheck, given, settings
 from m3_harness import scaled, workloads
 
@@ -57,13 +57,7 @@ def test_entry_changes_equal_the_rows_evaluated(shape, backend, monkeypatch):
                     m.setattr("boreas.m3.runtime.viewchanges.entry_map", lambda form: None)
                 rt, live, seen = Runtime(program, backend=backend), {r: [] for r in relations}, []
                 for ops in batches:
-                    events = []
-                    for op in ops:
-                        if op[0] == "ins":
-                            live[op[1]].append(op[2])
-                            events.append((op[1], 1, op[2]))
-                        elif live[op[1]]:
-                            events.append((op[1], -1, live[op[1]].pop(op[2] % len(live[op[1]]))))
+                    events = events_of(ops, live)
                     rt.apply_batch(events + [(name, -w, row) for name, w, row in events[:1]] + events[:1])
                     seen.append(rt.changes())
                 runs.append(seen)
