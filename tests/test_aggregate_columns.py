@@ -238,15 +238,7 @@ def test_changelog_on_columns_gives_what_rows_give(data, cuts, size, advance, gr
     on_columns, on_rows = AggregateOperator(box, [ROW], outs), AggregateOperator(box, [ROW], outs, fast=False)
     rows = [(g, s, t, x, n) for g, t, x, n, _, s in data]
     weights = [w for *_, w, _ in data]
-    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
-    for a, b in zip(bounds, bounds[1:]):
-        got = on_columns.process(0, columns(rows[a:b], weights[a:b]), 0.0)
-        want = on_rows.process(0, columns(rows[a:b], weights[a:b]), 0.0)
-        got_rows = [(r, w) for _, c in got for r, w in zip(c.rows(), c.weight_list())]
-        want_rows = [(r, w) for _, c in want for r, w in zip(c.rows(), c.weight_list())]
-        assert close(got_rows, want_rows)
-        assert close(on_columns.state(), on_rows.state())
-        assert on_columns.counters() == on_rows.counters()
+    changelogs_agree(on_columns, on_rows, [columns(rows[a:b], weights[a:b]) for a, b in cut(rows, cuts)])
 
 
 @st.composite
@@ -382,3 +374,22 @@ def test_float_group_keys_as_python_groups_them(monkeypatch):
     for batch in (first, then):
         assert repr(a.process(0, columns(batch), 0.0)) == repr(b.process(0, columns(batch).rows(), 0.0))
     assert repr(a.end_of_input(1.0)) == repr(b.end_of_input(1.0))
+
+
+def cut(rows: list, cuts: list[int]) -> list[tuple[int, int]]:
+    """``rows``' batch bounds at ``cuts`` (those inside it), first to last."""
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    return list(zip(bounds, bounds[1:]))
+
+
+def changelogs_agree(on_columns: AggregateOperator, on_rows: AggregateOperator, batches: list[Columns],
+                     counters: bool = True) -> None:
+    """Each changelog batch through both boxes: the same signed out rows and state after each (and counters)."""
+    for batch in batches:
+        got, want = on_columns.process(0, batch, 0.0), on_rows.process(0, batch, 0.0)
+        got_rows = [(r, w) for _, c in got for r, w in zip(c.rows(), c.weight_list())]
+        want_rows = [(r, w) for _, c in want for r, w in zip(c.rows(), c.weight_list())]
+        assert close(got_rows, want_rows)
+        assert close(on_columns.state(), on_rows.state())
+        if counters:
+            assert on_columns.counters() == on_rows.counters()

@@ -151,11 +151,5 @@ def test_nullable_changelog_on_columns_gives_what_rows_give(data, cuts, advance,
     assert on_columns._retract_columns is not None
     rows = [(g, "a", t, x, n) for g, t, x, n, _ in data]
     weights = [w for *_, w in data]
-    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
-    for a, b in zip(bounds, bounds[1:]):
-        got = on_columns.process(0, columns(rows[a:b], weights[a:b]), 0.0)
-        want = on_rows.process(0, columns(rows[a:b], weights[a:b]), 0.0)
-        got_rows = [(r, w) for _, c in got for r, w in zip(c.rows(), c.weight_list())]
-        want_rows = [(r, w) for _, c in want for r, w in zip(c.rows(), c.weight_list())]
-        assert close(got_rows, want_rows)
-        assert close(on_columns.state(), on_rows.state())
+    shared.changelogs_agree(on_columns, on_rows, [columns(rows[a:b], weights[a:b]) for a, b in shared.cut(rows, cuts)],
+                            counters=False)

@@ -47,17 +47,22 @@ print(json.dumps(sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules))
 
 
 def test_light_commands_import_no_heavy_module() -> None:
-    # One interpreter per command, all at once (each must start clean: one command's imports would
-    # hide another's).
-    procs = {name: subprocess.Popen([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)],
+    loaded = probed(LIGHT, HEAVY)
+    assert {name: mods for name, mods in loaded.items() if mods} == {}
+
+
+def probed(commands: dict[str, list[str]], heavy: list[str]) -> dict[str, list[str]]:
+    """For each command (its argv), which of ``heavy`` its parse loaded: one interpreter per command, all at
+    once (each must start clean: one command's imports would hide another's)."""
+    procs = {name: subprocess.Popen([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(heavy)],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, argv in LIGHT.items()}
+             for name, argv in commands.items()}
     loaded = {}
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, f"boreas {name}: the probe failed:\n{err}"
         loaded[name] = json.loads(out)
-    assert {name: mods for name, mods in loaded.items() if mods} == {}
+    return loaded
 
 
 def test_the_probe_sees_a_heavy_import() -> None:
@@ -73,15 +78,7 @@ def test_publish_and_subscribe_parse_without_asyncio_or_the_catalog_model() -> N
     """`boreas publish --help`, `boreas subscribe --help` and `boreas --help` build their parsers without
     asyncio (with ssl) or the catalog model: those load when the command runs (cli/data.py and its helpers)."""
     light = {"--help": [], "publish": ["publish", "in1", "--file", "rows.csv"], "subscribe": ["subscribe", "out1"]}
-    procs = {name: subprocess.Popen([sys.executable, "-c", PROBE, json.dumps(argv),
-                                     json.dumps(["asyncio", "ssl", "boreas.catalog.model"])],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, argv in light.items()}
-    loaded = {}
-    for name, proc in procs.items():
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, f"boreas {name}: the probe failed:\n{err}"
-        loaded[name] = json.loads(out)
+    loaded = probed(light, ["asyncio", "ssl", "boreas.catalog.model"])
     assert {name: mods for name, mods in loaded.items() if mods} == {}
 
 # -- `boreas move` run to the end: its thin path (client/box_move.py) --------------------------------------
