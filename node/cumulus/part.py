@@ -47,8 +47,7 @@ parts each own their state and their part of ``state()``/``restore()``
 (:mod:`~boreas.node.cumulus.member` lists who owns what); the members on one
 node share a :class:`~.hosting.Host`.  :class:`PartOperator` is the
 :class:`~boreas.node.operators.m3box.M3Operator` the dataflow and the query
-API see: it builds the member, splits a version's rows and writes them (the
-applier's :class:`~.applying.Writer`).
+API see: it builds the member, splits a version's rows and writes them (the applier's :class:`~.applying.Writer`).
 """
 
 from __future__ import annotations
