@@ -17,13 +17,12 @@ Optimizer's full path makes (its leader moves the data).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from boreas.wire.one_shot import Peers
+from boreas.wire.blocking_peers import Blocking
 from boreas.wire.peer_errors import PeerError, PeerRefused
 
 from .errors import OptimizerFailed
@@ -61,17 +60,17 @@ def move_text(box: str, target: str, origin: str) -> str:
     return f'<update origin="{_attr(origin)}"><move node="{_attr(target)}" box="{_attr(box)}"/></update>'
 
 
-async def box_entry(peers: Peers, head: str, box: str) -> dict[str, Any] | None:
+def box_entry(peers: Blocking, head: str, box: str) -> dict[str, Any] | None:
     """The Head's ``GET /boxes/{box}`` (``node``, ``partition``, ``version``); None when it has no such box."""
     try:
-        return await peers.call("GET", f"{head}/boxes/{quote(box, safe='')}")
+        return peers.call("GET", f"{head}/boxes/{quote(box, safe='')}")
     except PeerRefused as exc:
         if exc.status == 404:
             return None
         raise
 
 
-async def move_box(peers: Peers, head: str, box: str, target: str, timeout: float,
+def move_box(peers: Blocking, head: str, box: str, target: str, timeout: float,
                    origin: str = "optimizer") -> BoxMoved | None:
     """Move box ``box`` (not partitioned) to ``target`` and wait until the Head shows it everywhere.
 
@@ -81,7 +80,7 @@ async def move_box(peers: Peers, head: str, box: str, target: str, timeout: floa
     if "/" in box:
         return None
     try:
-        entry = await peers.call("GET", f"{head}/boxes/{quote(box, safe='')}")
+        entry = peers.call("GET", f"{head}/boxes/{quote(box, safe='')}")
     except PeerRefused as exc:
         if exc.status == 404:
             raise OptimizerFailed(exc.payload.get("error") or f"no box {box!r} in the catalog", 404) from None
@@ -96,17 +95,17 @@ async def move_box(peers: Peers, head: str, box: str, target: str, timeout: floa
     if source == target:
         raise OptimizerFailed(f"box {box!r} is already on {target}")
     try:
-        reply = await peers.post_update(source, move_text(box, target, origin), timeout=UPDATE_TIMEOUT)
+        reply = peers.post_update(source, move_text(box, target, origin), timeout=UPDATE_TIMEOUT)
     except PeerRefused as exc:
         raise OptimizerFailed(f"node {source}: {exc.payload.get('error') or exc}", 502,
                               exc.payload.get("diagnostics", [])) from None
     except PeerError as exc:
         raise OptimizerFailed(str(exc), 503) from None
-    await _shown(peers, head, box, target, timeout)
+    _shown(peers, head, box, target, timeout)
     return BoxMoved(source, reply)
 
 
-async def _shown(peers: Peers, head: str, box: str, target: str, timeout: float) -> None:
+def _shown(peers: Blocking, head: str, box: str, target: str, timeout: float) -> None:
     """Until the Head's catalog has ``box`` on ``target`` and then every live node is in sync (``HeadView.shown``'s
     condition).  Once the box shows on the target only ``GET /nodes`` is asked again, first after
     :data:`FIRST_POLL` seconds, then twice as long each time up to :data:`POLL`: the nodes are usually in sync a
@@ -117,10 +116,10 @@ async def _shown(peers: Peers, head: str, box: str, target: str, timeout: float)
         lagging: list[str] = []
         try:
             if not moved:
-                entry = await box_entry(peers, head, box)
+                entry = box_entry(peers, head, box)
                 moved = entry is not None and entry.get("node") == target
             if moved:
-                nodes = (await peers.call("GET", f"{head}/nodes"))["nodes"]
+                nodes = (peers.call("GET", f"{head}/nodes"))["nodes"]
                 lagging = [n["endpoint"] for n in nodes if n["alive"] and not n["in_sync"]]
         except PeerError as exc:
             raise OptimizerFailed(str(exc), 503) from None
@@ -129,5 +128,5 @@ async def _shown(peers: Peers, head: str, box: str, target: str, timeout: float)
         if time.monotonic() > deadline:
             raise OptimizerFailed(f"box {box!r} moved to {target}, but after {timeout:g}s the Head does not show "
                                   f"it everywhere" + (f" ({', '.join(lagging)} not in sync)" if lagging else ""), 504)
-        await asyncio.sleep(pause)
+        time.sleep(pause)
         pause = min(pause * 2, POLL)

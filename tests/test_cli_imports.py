@@ -84,7 +84,8 @@ def test_publish_and_subscribe_parse_without_asyncio_or_the_catalog_model() -> N
 # -- `boreas move` run to the end: its thin path (client/box_move.py) --------------------------------------
 
 #: What a `boreas move` of a box that is not partitioned loads besides :data:`HEAVY`'s: nothing to decode a catalog.
-MOVE_HEAVY = (*HEAVY, "boreas.catalog.model", "boreas.catalog.documents", "boreas.client.optimizer")
+MOVE_HEAVY = (*HEAVY, "boreas.catalog.model", "boreas.catalog.documents", "boreas.client.optimizer", "asyncio",
+              "http.client", "ssl")
 
 RUN_PROBE = """
 import atexit, json, runpy, sys
@@ -169,7 +170,8 @@ def _boreas_move(fake: _FakeCluster, *args: str) -> tuple[subprocess.CompletedPr
 
 def test_boreas_move_runs_without_decoding_a_catalog() -> None:
     """`boreas move` of a plain box, to the end against a fake Head and node: it says what it always said,
-    sends the Optimizer's update XML, and loads neither lxml nor the catalog model nor the Optimizer."""
+    sends the Optimizer's update XML, and loads neither lxml nor the catalog model nor the Optimizer, nor
+    asyncio, http.client or ssl (its requests are blocking, over plain sockets: wire/blocking_peers.py)."""
     from boreas.client.optimizer_updates import move_document
 
     fake = _FakeCluster()
@@ -195,20 +197,15 @@ def test_boreas_move_runs_without_decoding_a_catalog() -> None:
 def test_the_thin_move_hands_partitioned_boxes_and_segments_to_the_optimizer() -> None:
     """A segment or a partitioned box is not moved by box_move (None, nothing sent): the Optimizer's full path
     moves it through its leader."""
-    import asyncio
-
     from boreas.client.box_move import move_box
-    from boreas.wire.one_shot import OneShotPeers
+    from boreas.wire.blocking_peers import BlockingPeers
 
     fake = _FakeCluster()
-
-    async def run() -> list[object]:
-        async with OneShotPeers(None) as peers:
-            return [await move_box(peers, f"http://{fake.endpoint}", name, "localhost:15999", 5.0)
-                    for name in ("part", "part/2")]
-
     try:
-        assert asyncio.run(run()) == [None, None]
+        with BlockingPeers(None) as peers:
+            moved = [move_box(peers, f"http://{fake.endpoint}", name, "localhost:15999", 5.0)
+                     for name in ("part", "part/2")]
+        assert moved == [None, None]
         assert fake.updates == [] and fake.requests == ["GET /boxes/part"]
     finally:
         fake.close()
@@ -226,30 +223,28 @@ def test_move_text_is_the_optimizers_move_document() -> None:
 def test_the_thin_move_waits_for_every_node_in_sync_asking_only_the_nodes_again() -> None:
     """The move returns once the box shows on the target and every live node is in sync; after the box showed,
     only `GET /nodes` is asked again; a node that never gets in sync is named after the timeout (504)."""
-    import asyncio
-
     import pytest
 
     from boreas.client.box_move import move_box
     from boreas.client.errors import OptimizerFailed
-    from boreas.wire.one_shot import OneShotPeers
+    from boreas.wire.blocking_peers import BlockingPeers
 
     fake = _FakeCluster()
     head = f"http://{fake.endpoint}"
 
-    async def move(target: str, timeout: float) -> object:
-        async with OneShotPeers(None) as peers:
-            return await move_box(peers, head, "b1", target, timeout)
+    def move(target: str, timeout: float) -> object:
+        with BlockingPeers(None) as peers:
+            return move_box(peers, head, "b1", target, timeout)
 
     try:
         fake.lagging = 2
-        moved = asyncio.run(move("localhost:15999", 30.0))
+        moved = move("localhost:15999", 30.0)
         assert moved.source == fake.endpoint and moved.reply == {"moved": [["b1", fake.endpoint]]}
         assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1", "GET /nodes", "GET /nodes",
                                  "GET /nodes"]
         fake.node, fake.lagging = fake.endpoint, 10 ** 6
         with pytest.raises(OptimizerFailed) as failed:
-            asyncio.run(move("localhost:15999", 0.1))
+            move("localhost:15999", 0.1)
         assert failed.value.status == 504
         assert str(failed.value) == (f"box 'b1' moved to localhost:15999, but after 0.1s the Head does not show it "
                                      f"everywhere ({fake.endpoint} not in sync)")
