@@ -78,7 +78,7 @@ from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
 from .api_docs import HEAD_DOCS, UI_DOCS
-from .box_wait import box_shown
+from .box_wait import box_shown, wait_seconds
 from .bulk import bulk_read
 from .catalog_part import catalog_part
 from .context import HeadContext
@@ -352,7 +352,7 @@ class _Api:
         shown: dict[str, Any] = {}  # ?node=N&wait=S: once the box is on N and every live node in sync (box_wait.py)
         if "wait" in request.query and name in self.head.catalog.boxes:
             try:
-                wait = min(float(request.query["wait"]), MAX_WAIT)
+                wait = wait_seconds(request.query["wait"], MAX_WAIT)
                 shown = await box_shown(self.head, name, normalize_endpoint(request.query["node"]), wait)
             except (KeyError, ValueError):
                 return json_error(400, "wait takes a number of seconds, with node=ENDPOINT")

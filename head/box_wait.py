@@ -20,6 +20,7 @@ talking to an older Head, and polls as before.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -38,6 +39,23 @@ def lagging_nodes(head: HeadContext) -> list[str]:
             and not ((sync := head.syncs.get(endpoint)) is not None and sync.in_sync)]
 
 
+def wait_seconds(text: str, most: float) -> float:
+    """A ``wait=S`` query value as seconds, at most ``most``; ValueError unless a finite number (``nan``
+    would make the wait's deadline never come, and the loop below never give way).
+
+    >>> wait_seconds("2.5", 30.0), wait_seconds("99", 30.0), wait_seconds("-1", 30.0)
+    (2.5, 30.0, 0.0)
+    >>> wait_seconds("nan", 30.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: wait takes a finite number of seconds, not 'nan'
+    """
+    seconds = float(text)
+    if not math.isfinite(seconds):
+        raise ValueError(f"wait takes a finite number of seconds, not {text!r}")
+    return min(max(seconds, 0.0), most)
+
+
 async def box_shown(head: HeadContext, name: str, node: str, wait: float) -> dict[str, Any]:
     """``{"placed", "lagging"}`` once box ``name`` is on ``node`` and no live node lags, or after ``wait``
     seconds (what holds then)."""
@@ -48,6 +66,6 @@ async def box_shown(head: HeadContext, name: str, node: str, wait: float) -> dic
         placed = box is not None and box.node == node and name not in head.catalog.partitions
         lagging = lagging_nodes(head)
         left = deadline - time.monotonic()
-        if (placed and not lagging) or left <= 0:
+        if (placed and not lagging) or not left > 0:  # (not: a NaN wait ends at once)
             return {"placed": placed, "lagging": lagging}
         await head.wait_for_change(seen, min(left, RECHECK))

@@ -18,9 +18,10 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from boreas.wire import blocking_peers, heads, tls
+from boreas.wire import blocking_http, blocking_peers, heads, tls
 from boreas.wire.blocking_peers import BlockingPeers, LoopPeers
 from boreas.wire.one_shot import OneShotPeers
 from boreas.wire.peer_errors import PeerError
@@ -200,3 +201,12 @@ def test_tls_with_the_process_client_context_and_no_token_in_clear(tmp_path: Pat
     finally:
         tls.configure(before)
         secure.close()
+
+
+def test_a_host_name_past_ascii_is_unreachable_not_a_crash() -> None:
+    """A Head URL naming a host past ASCII (``head_url`` takes it): the same failure as the loop's peers, no
+    UnicodeEncodeError from writing the request; the ``Host`` header then carries the name's IDNA form."""
+    blocking, one_shot = _both(None, lambda p: p.call("GET", "http://пример.invalid:1/json"))
+    assert blocking[0] == one_shot[0] == "PeerUnreachable"
+    assert blocking_http.host_header(urlsplit("http://bücher.example:8/x")) == "xn--bcher-kva.example:8"
+    assert blocking_http.host_header(urlsplit("http://[::1]:8/x")) == "[::1]:8"

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import types
 
+import pytest
+
 from boreas.catalog.model import Box, Catalog, InPort
-from boreas.head.box_wait import box_shown, lagging_nodes
+from boreas.head.box_wait import box_shown, lagging_nodes, wait_seconds
 
 
 class _Head:
@@ -90,3 +92,15 @@ def test_lagging_nodes_are_get_nodes_live_rows_not_in_sync() -> None:
     assert lagging_nodes(head) == ["n2:1"]  # type: ignore[arg-type]
     head.down = {"n2:1"}
     assert lagging_nodes(head) == []  # type: ignore[arg-type]
+
+
+def test_a_wait_that_is_not_a_finite_number_ends_at_once_or_is_refused() -> None:
+    """``wait=nan`` passed ``min(nan, 30)`` and made a deadline never reached, the loop spinning without giving
+    way: the handler's parse refuses it (400), and the wait itself ends at once on one."""
+    head = _Head()
+    answer = asyncio.run(asyncio.wait_for(box_shown(head, "b1", "n1:1", float("nan")), 5))  # type: ignore[arg-type]
+    assert answer == {"placed": False, "lagging": []} and head.waits == 0
+    for text in ("nan", "inf", "-inf", "x"):
+        with pytest.raises(ValueError):
+            wait_seconds(text, 30.0)
+    assert wait_seconds("1e9", 30.0) == 30.0 and wait_seconds("-2", 30.0) == 0.0

@@ -29,7 +29,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from .peer_errors import CLOSED_NO_CERT, CLOSED_PLAIN, PeerUnreachable, handshake_failed, untrusted_certificate
 from .tls import current as current_tls
@@ -154,11 +154,14 @@ class Exchanges:
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         key = (parts.scheme, parts.netloc)
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept-Encoding: identity",
-                 *(f"{name}: {value}" for name, value in headers.items())]
-        if body is not None or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {len(body or b'')}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+        try:  # (a host or header value no request can carry: nothing is sent)
+            lines = [f"{method} {target} HTTP/1.1", f"Host: {host_header(parts)}", "Accept-Encoding: identity",
+                     *(f"{name}: {value}" for name, value in headers.items())]
+            if body is not None or method in ("POST", "PUT", "PATCH"):
+                lines.append(f"Content-Length: {len(body or b'')}")
+            request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+        except UnicodeError as exc:
+            raise self._unreachable(url, exc) from None
         for attempt in (0, 1):
             connection = self._connections.get(key)
             reused = connection is not None
@@ -228,3 +231,13 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"cannot connect ({exc.strerror})"
     return str(exc) or type(exc).__name__
+
+
+def host_header(parts: SplitResult) -> str:
+    """The ``Host`` header: the URL's own ``host[:port]``, a non-ASCII name in its IDNA form (as http.client
+    sends it), an IPv6 address in brackets."""
+    netloc = parts.netloc.rpartition("@")[2]
+    if netloc.isascii():
+        return netloc
+    host = (parts.hostname or "").encode("idna").decode("ascii")
+    return f"{host}:{parts.port}" if parts.port is not None else host
