@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from boreas.client.optimizer import Optimizer
+    from boreas.wire.blocking_peers import Blocking
     from boreas.wire.one_shot import Peers
 
 T = TypeVar("T")
@@ -242,6 +243,22 @@ def run_peers(args: argparse.Namespace, action: Callable[[Peers, str], Awaitable
 
     try:
         return asyncio.run(run())
+    except OptimizerFailed as exc:
+        raise CommandFailed(str(exc), EXIT_INVALID if exc.status == 422 else EXIT_FAILED) from None
+
+
+def run_blocking(args: argparse.Namespace, action: Callable[[Blocking, str], T]) -> T:
+    """Run ``action(peers, head)`` with blocking calls (wire/blocking_peers.py: no event loop, no
+    ``http.client``; a command whose requests follow one another) on the command's Head and token; an
+    ``OptimizerFailed`` is the command's failure, as in :func:`run_peers`."""
+    from boreas.client.errors import OptimizerFailed
+    from boreas.wire.auth import resolve_token
+    from boreas.wire.blocking_peers import blocking_peers
+
+    head, token = the_head(args), resolve_token(args.token, required=False)
+    try:
+        with blocking_peers(head, token) as peers:
+            return action(peers, head)
     except OptimizerFailed as exc:
         raise CommandFailed(str(exc), EXIT_INVALID if exc.status == 422 else EXIT_FAILED) from None
 

@@ -17,14 +17,14 @@ from typing import Any
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.client.box_move import move_box
 
-from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, run_optimizer, run_peers
+from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, run_blocking, run_optimizer
 
 
 def cmd_move(args: argparse.Namespace) -> int:
     target = normalize_endpoint(args.node)
     # A box that is not partitioned: through the Head's JSON alone (client/box_move.py: no catalog model, no
     # lxml); a segment or a partitioned box (None): the Optimizer, whose leader moves the data.
-    light = run_peers(args, lambda peers, head: move_box(peers, head, args.box, target, args.timeout))
+    light = run_blocking(args, lambda peers, head: move_box(peers, head, args.box, target, args.timeout))
     if light is not None:
         print(_moved(args.box, light.source, target, light.reply))
         return EXIT_OK

@@ -33,6 +33,8 @@ Reads are open:
 * ``GET /boxes/{name}`` -- the box and the node it runs on (optimizers use it); a
   partitioned box runs on no one node (``"node": null``) and has its
   ``"partition"`` layout instead (:func:`partition_json`), else ``"partition": null``;
+  with ``?node=N&wait=SECONDS`` it answers once the box is on N and every live node is in sync (long poll:
+  :mod:`.box_wait`), adding ``"placed"`` and ``"lagging"``;
 * ``GET /streams/{name}`` -- where a stream enters (for publishers: its
   ``<publish>`` nodes, else the nodes that consume it), which node produces
   it (for subscribers), and its schema;
@@ -76,6 +78,7 @@ from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
 from .api_docs import HEAD_DOCS, UI_DOCS
+from .box_wait import box_shown, wait_seconds
 from .bulk import bulk_read
 from .catalog_part import catalog_part
 from .context import HeadContext
@@ -346,6 +349,13 @@ class _Api:
 
     async def box(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
+        shown: dict[str, Any] = {}  # ?node=N&wait=S: once the box is on N and every live node in sync (box_wait.py)
+        if "wait" in request.query and name in self.head.catalog.boxes:
+            try:
+                wait = wait_seconds(request.query["wait"], MAX_WAIT)
+                shown = await box_shown(self.head, name, normalize_endpoint(request.query["node"]), wait)
+            except (KeyError, ValueError):
+                return json_error(400, "wait takes a number of seconds, with node=ENDPOINT")
         box = self.head.catalog.boxes.get(name)
         if box is None:
             return json_error(404, unknown("box", name, self.head.catalog.boxes,
@@ -353,7 +363,7 @@ class _Api:
         part = self.head.catalog.partitions.get(name)
         return web.json_response({"box": name, "type": box.type, "node": None if part else box.node,
                                   "partition": partition_json(part) if part else None,
-                                  "version": self.head.catalog.version})
+                                  "version": self.head.catalog.version, **shown})
 
 
 def partition_json(part: Partition) -> dict[str, Any]:

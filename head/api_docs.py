@@ -125,14 +125,19 @@ HEAD_DOCS: RouteDocs = {
     },
     ("GET", "/boxes/{name}"): {
         "summary": "A box and the node it runs on (a partitioned box: its layout)",
-        "parameters": [{"in": "path", "name": "name", "description": "a box of the catalog"}],
-        "responses": {200: {"description": "{box, type, node, partition, version}", "schema": {
+        "parameters": [{"in": "path", "name": "name", "description": "a box of the catalog"},
+                       {"in": "query", "name": "node", "description": "with wait: the node the box should be on"},
+                       {"in": "query", "name": "wait", "description": "long poll: answer once the box is on node "
+                        "and every live node is in sync, or after this many seconds (at most 30)"}],
+        "responses": {200: {"description": "{box, type, node, partition, version}; with wait also {placed, "
+                            "lagging}", "schema": {
                           "type": "object", "properties": {
                               "box": {"type": "string"}, "type": {"type": "string"},
                               "node": {"type": "string", "nullable": True},
                               "partition": {"type": "object", "nullable": True},
-                              "version": {"type": "integer"}}}},
-                      404: _error("no such box")},
+                              "version": {"type": "integer"}, "placed": {"type": "boolean"},
+                              "lagging": {"type": "array", "items": {"type": "string"}}}}},
+                      400: _error("wait without node, or not a number"), 404: _error("no such box")},
     },
 }
 

@@ -41,6 +41,7 @@ from boreas.catalog.documents import (
     Unsubscribe,
     read_document,
 )
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Box, Catalog, Input, Output, Publication, Schema, Subscription
 from boreas.catalog.replicate import UpdateRejected
 from boreas.catalog.updates import update_document
@@ -178,10 +179,10 @@ class FilterConnector:
     async def disconnect(self, stream: str) -> dict[str, Any]:
         """Remove the filter that writes ``stream`` and give its sink the filter's in stream back."""
         local = self.local
-        sinks = [(b, i) for b in local.boxes.values() for i, p in enumerate(b.inputs) if p.stream == stream]
-        producer = next((b for b in local.boxes.values() if stream in b.outputs), None)
+        ends = StreamEnds(local, self.node.dataflow.host.index)
+        sinks, producer = ends.sinks(stream), ends.producer(stream)
         if not sinks and producer is not None:
-            return await self._disconnect_upstream(producer, stream)
+            return await self._disconnect_upstream(producer, stream, ends)
         if len(sinks) != 1:
             raise ConnectRefused(f"stream {stream!r} has {len(sinks)} sinks on node {self.node.endpoint}; "
                                  "disconnect names the stream a connect added, which feeds one box", 409)
@@ -191,8 +192,7 @@ class FilterConnector:
             written = await self._change([Delete(box=producer.name), sink.rewired(port, old)], keep=sink.name)
             await self._report(Disconnect(stream), written)
             return {"removed": producer.name, "node": self.node.endpoint, "stream": old}
-        upstream = next((p.client for p in local.publications.values()
-                         if p.stream == stream and p.client in local.nodes), None)
+        upstream = next((p.client for p in ends.publications(stream) if p.client in local.nodes), None)
         if upstream is None:
             raise ConnectRefused(f"stream {stream!r} was not added by inserting a box", 409)
         old = await self._upstream_filter_input(upstream, stream)
@@ -227,11 +227,11 @@ class FilterConnector:
             raise ConnectRefused(f"box {box.name!r} is not a one-in, one-out box inserted by connect")
         return box.inputs[0].stream
 
-    async def _disconnect_upstream(self, producer: Box, stream: str) -> dict[str, Any]:
+    async def _disconnect_upstream(self, producer: Box, stream: str, ends: StreamEnds) -> dict[str, Any]:
         """The forwarded disconnect: drop the filter, send its in stream where its out stream went."""
         old = self._filter_input(producer)
         local = self.local
-        downstream = [s.endpoint for s in local.subscriptions.values() if s.stream == stream]
+        downstream = [s.endpoint for s in ends.subscriptions(stream)]
         items: list[Any] = [Delete(box=producer.name)]
         for endpoint in downstream:
             items += [Unsubscribe(stream, endpoint), Subscription(old, endpoint)]
@@ -289,3 +289,39 @@ class FilterConnector:
         if not await reports.flush(REPORT_WAIT):
             log.warning("node %s: the Head has not taken the report of its %s yet; it will be delivered "
                         "when the Head answers", self.node.endpoint, type(item).__name__.lower())
+
+
+class StreamEnds:
+    """What writes and reads a stream in a node's catalog: by the node's index of that catalog (its references
+    name the boxes, subscriptions and publications of each stream) when the index is of it, so a disconnect
+    costs what the stream names, not a walk over every box the node holds (issue 37); else by such a walk
+    (node/handover.py's readers do the same for a handover)."""
+
+    def __init__(self, local: Catalog, index: CatalogIndex):
+        self.local = local
+        self.index = index if index.catalog is local else None
+
+    def _keys(self, stream: str, kind: str) -> list[str]:
+        if self.index is not None:
+            return self.index.reading(stream, kind)
+        return sorted(k for k, element in getattr(self.local, kind).items() if element.stream == stream)
+
+    def sinks(self, stream: str) -> list[tuple[Box, int]]:
+        """The boxes reading ``stream``, by name, each with every in port that reads it."""
+        boxes = self.local.boxes
+        names = (self.index.reading(stream, "boxes") if self.index is not None
+                 else sorted(b.name for b in boxes.values() if any(p.stream == stream for p in b.inputs)))
+        return [(boxes[name], i) for name in names for i, p in enumerate(boxes[name].inputs) if p.stream == stream]
+
+    def producer(self, stream: str) -> Box | None:
+        """The box writing ``stream`` (in a valid catalog at most one)."""
+        if self.index is not None:
+            found = self.index.stream_boxes(stream)[0]
+            return found[0] if found else None
+        return next((b for b in self.local.boxes.values() if stream in b.outputs), None)
+
+    def subscriptions(self, stream: str) -> list[Subscription]:
+        return [self.local.subscriptions[key] for key in self._keys(stream, "subscriptions")]
+
+    def publications(self, stream: str) -> list[Publication]:
+        return [self.local.publications[key] for key in self._keys(stream, "publications")]

@@ -35,6 +35,8 @@ ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": 
 IN_PROCESS = (
     "test_handover_cost.py",                 # a box moved between two in-process dataflows, its work counted
     "test_connect_cost.py",                  # a connect's check on an in-process dataflow, its inferences counted
+    "test_blocking_peers.py",                # blocking calls against OneShotPeers' on a threaded HTTP server
+    "test_box_wait.py",                      # the Head's long poll for a move, on a stand-in Head
     "test_m3_lookup.py",                     # lookup joins compiled and run in process (m3/compiler/lookup.py)
     "test_sunion_operators.py", "test_sjoin_operators.py",  # Borealis's fault-tolerance boxes fed by hand
     "test_publish_file_batches.py",          # boreas publish's file reader and read-ahead, in process

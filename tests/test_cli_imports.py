@@ -84,7 +84,8 @@ def test_publish_and_subscribe_parse_without_asyncio_or_the_catalog_model() -> N
 # -- `boreas move` run to the end: its thin path (client/box_move.py) --------------------------------------
 
 #: What a `boreas move` of a box that is not partitioned loads besides :data:`HEAVY`'s: nothing to decode a catalog.
-MOVE_HEAVY = (*HEAVY, "boreas.catalog.model", "boreas.catalog.documents", "boreas.client.optimizer")
+MOVE_HEAVY = (*HEAVY, "boreas.catalog.model", "boreas.catalog.documents", "boreas.client.optimizer", "asyncio",
+              "http.client", "ssl")
 
 RUN_PROBE = """
 import atexit, json, runpy, sys
@@ -106,7 +107,8 @@ class _FakeCluster:
         self.node = ""  # where b1 runs: this server's endpoint until a move arrives
         self.updates: list[str] = []
         self.requests: list[str] = []
-        self.lagging = 0  # how many more `GET /nodes` answers say this node is not in sync yet
+        self.lagging = 0  # how many more `GET /nodes` (or long-poll) answers say this node is not in sync yet
+        self.long_poll = True  # `GET /boxes/b1?node=N&wait=S` answers with "placed" and "lagging" (else: an older Head)
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -121,16 +123,23 @@ class _FakeCluster:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
-                fake.requests.append(f"GET {self.path}")
-                if self.path == "/boxes/b1":
-                    self.answer(200, {"box": "b1", "type": "filter", "node": fake.node, "partition": None,
-                                      "version": 3})
-                elif self.path == "/boxes/part":
+                from urllib.parse import parse_qs, urlsplit
+
+                path, query = urlsplit(self.path).path, parse_qs(urlsplit(self.path).query)
+                fake.requests.append(f"GET {path}" + (" (long poll)" if query else ""))
+                if path == "/boxes/b1":
+                    entry = {"box": "b1", "type": "filter", "node": fake.node, "partition": None, "version": 3}
+                    if "wait" in query and fake.long_poll:  # (the real Head waits; this one answers at once)
+                        in_sync, fake.lagging = fake.lagging <= 0, fake.lagging - 1
+                        entry |= {"placed": fake.node == query["node"][0],
+                                  "lagging": [] if in_sync else [fake.endpoint]}
+                    self.answer(200, entry)
+                elif path == "/boxes/part":
                     self.answer(200, {"box": "part", "type": "m3", "node": None, "partition": {"layout": 1},
                                       "version": 3})
-                elif self.path.startswith("/boxes/"):
+                elif path.startswith("/boxes/"):
                     self.answer(404, {"error": "no box 'b2' in the catalog (version 3) (did you mean 'b1'?)"})
-                elif self.path == "/nodes":
+                elif path == "/nodes":
                     in_sync, fake.lagging = fake.lagging <= 0, fake.lagging - 1
                     self.answer(200, {"version": 4, "nodes": [{"endpoint": fake.endpoint, "alive": True,
                                                                "in_sync": in_sync}]})
@@ -169,7 +178,8 @@ def _boreas_move(fake: _FakeCluster, *args: str) -> tuple[subprocess.CompletedPr
 
 def test_boreas_move_runs_without_decoding_a_catalog() -> None:
     """`boreas move` of a plain box, to the end against a fake Head and node: it says what it always said,
-    sends the Optimizer's update XML, and loads neither lxml nor the catalog model nor the Optimizer."""
+    sends the Optimizer's update XML, and loads neither lxml nor the catalog model nor the Optimizer, nor
+    asyncio, http.client or ssl (its requests are blocking, over plain sockets: wire/blocking_peers.py)."""
     from boreas.client.optimizer_updates import move_document
 
     fake = _FakeCluster()
@@ -180,7 +190,7 @@ def test_boreas_move_runs_without_decoding_a_catalog() -> None:
         assert result.stdout == f"moved box b1 from {source} to localhost:15999\n"
         assert loaded == []
         assert fake.updates == [move_document("b1", "localhost:15999")]
-        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1", "GET /nodes"]
+        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1 (long poll)"]
 
         result, _ = _boreas_move(fake, "b1", "localhost:15999")  # already there: nothing sent, exit 1
         assert result.returncode == 1 and result.stderr == "error: box 'b1' is already on localhost:15999"
@@ -195,20 +205,15 @@ def test_boreas_move_runs_without_decoding_a_catalog() -> None:
 def test_the_thin_move_hands_partitioned_boxes_and_segments_to_the_optimizer() -> None:
     """A segment or a partitioned box is not moved by box_move (None, nothing sent): the Optimizer's full path
     moves it through its leader."""
-    import asyncio
-
     from boreas.client.box_move import move_box
-    from boreas.wire.one_shot import OneShotPeers
+    from boreas.wire.blocking_peers import BlockingPeers
 
     fake = _FakeCluster()
-
-    async def run() -> list[object]:
-        async with OneShotPeers(None) as peers:
-            return [await move_box(peers, f"http://{fake.endpoint}", name, "localhost:15999", 5.0)
-                    for name in ("part", "part/2")]
-
     try:
-        assert asyncio.run(run()) == [None, None]
+        with BlockingPeers(None) as peers:
+            moved = [move_box(peers, f"http://{fake.endpoint}", name, "localhost:15999", 5.0)
+                     for name in ("part", "part/2")]
+        assert moved == [None, None]
         assert fake.updates == [] and fake.requests == ["GET /boxes/part"]
     finally:
         fake.close()
@@ -223,36 +228,64 @@ def test_move_text_is_the_optimizers_move_document() -> None:
         assert move_text(box, target, origin) == move_document(box, target, origin)
 
 
-def test_the_thin_move_waits_for_every_node_in_sync_asking_only_the_nodes_again() -> None:
-    """The move returns once the box shows on the target and every live node is in sync; after the box showed,
-    only `GET /nodes` is asked again; a node that never gets in sync is named after the timeout (504)."""
-    import asyncio
-
+def test_the_thin_move_waits_on_the_heads_long_poll_until_every_node_is_in_sync() -> None:
+    """After the update the move asks the Head once to wait (`GET /boxes/b1?node=T&wait=S`, head/box_wait.py), and
+    again only while its answer says a node lags; a node that never gets in sync is named after the timeout (504)."""
     import pytest
 
     from boreas.client.box_move import move_box
     from boreas.client.errors import OptimizerFailed
-    from boreas.wire.one_shot import OneShotPeers
+    from boreas.wire.blocking_peers import BlockingPeers
 
     fake = _FakeCluster()
     head = f"http://{fake.endpoint}"
 
-    async def move(target: str, timeout: float) -> object:
-        async with OneShotPeers(None) as peers:
-            return await move_box(peers, head, "b1", target, timeout)
+    def move(target: str, timeout: float) -> object:
+        with BlockingPeers(None) as peers:
+            return move_box(peers, head, "b1", target, timeout)
 
     try:
         fake.lagging = 2
-        moved = asyncio.run(move("localhost:15999", 30.0))
+        moved = move("localhost:15999", 30.0)
         assert moved.source == fake.endpoint and moved.reply == {"moved": [["b1", fake.endpoint]]}
-        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1", "GET /nodes", "GET /nodes",
-                                 "GET /nodes"]
+        assert fake.requests == ["GET /boxes/b1", "POST /update"] + ["GET /boxes/b1 (long poll)"] * 3
         fake.node, fake.lagging = fake.endpoint, 10 ** 6
         with pytest.raises(OptimizerFailed) as failed:
-            asyncio.run(move("localhost:15999", 0.1))
+            move("localhost:15999", 0.1)
         assert failed.value.status == 504
         assert str(failed.value) == (f"box 'b1' moved to localhost:15999, but after 0.1s the Head does not show it "
                                      f"everywhere ({fake.endpoint} not in sync)")
+    finally:
+        fake.close()
+
+
+def test_with_a_head_that_does_not_wait_the_thin_move_polls_asking_only_the_nodes_again() -> None:
+    """An older Head answers the long poll at once without "lagging": the move then polls `GET /boxes/b1` until the
+    box shows on the target, then only `GET /nodes` until every live node is in sync."""
+    import pytest
+
+    from boreas.client.box_move import move_box
+    from boreas.client.errors import OptimizerFailed
+    from boreas.wire.blocking_peers import BlockingPeers
+
+    fake = _FakeCluster()
+    fake.long_poll = False
+    head = f"http://{fake.endpoint}"
+
+    def move(target: str, timeout: float) -> object:
+        with BlockingPeers(None) as peers:
+            return move_box(peers, head, "b1", target, timeout)
+
+    try:
+        fake.lagging = 2
+        moved = move("localhost:15999", 30.0)
+        assert moved.source == fake.endpoint
+        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1 (long poll)", "GET /boxes/b1",
+                                 "GET /nodes", "GET /nodes", "GET /nodes"]
+        fake.node, fake.lagging = fake.endpoint, 10 ** 6
+        with pytest.raises(OptimizerFailed) as failed:
+            move("localhost:15999", 0.1)
+        assert failed.value.status == 504 and f"({fake.endpoint} not in sync)" in str(failed.value)
     finally:
         fake.close()
 

@@ -30,19 +30,13 @@ from __future__ import annotations
 import asyncio
 import http.client
 import socket
-import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
 from .auth import auth_headers
+from .blocking_http import describe
 from .peer_calls import PeerCalls
-from .peer_errors import (
-    CLOSED_NO_CERT,
-    CLOSED_PLAIN,
-    PeerUnreachable,
-    handshake_failed,
-    untrusted_certificate,
-)
+from .peer_errors import PeerUnreachable
 from .tls import clear_token_refusal, warn_clear_token
 from .tls import current as current_tls
 
@@ -166,25 +160,6 @@ def _shut(connection: http.client.HTTPConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-def describe(exc: BaseException) -> str:
-    """Why a call over ``http.client`` failed, in the words :class:`~boreas.wire.client.PeerClient` uses."""
-    if isinstance(exc, (TimeoutError, socket.timeout)):
-        return "timed out"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return untrusted_certificate(exc.verify_message or exc)
-    if isinstance(exc, (*_STALE, ssl.SSLEOFError)):
-        tls = current_tls()
-        if not tls.enabled:
-            return CLOSED_PLAIN
-        if not tls.cert:  # TLS 1.3: a server that wants our certificate hangs up after the handshake
-            return CLOSED_NO_CERT
-    if isinstance(exc, ssl.SSLError):
-        return handshake_failed(str(exc))
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"cannot connect ({exc.strerror})"
-    return str(exc) or type(exc).__name__
 
 
 #: what the optimizer and its views are given: either transport

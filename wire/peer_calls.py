@@ -20,7 +20,7 @@ from typing import Any
 
 from .addressing import endpoint_url
 from .heads import HeadFollower
-from .peer_errors import XML, PeerRefused, json_body
+from .peer_errors import XML, PeerRefused, json_answer, json_body
 
 
 class PeerCalls(abc.ABC):
@@ -55,11 +55,9 @@ class PeerCalls(abc.ABC):
     async def call(self, method: str, url: str, **kwargs: Any) -> Any:
         """A call whose answer is JSON; error statuses raise :class:`PeerRefused`."""
         status, body = await self.request(method, url, **kwargs)
-        payload = json_body(body)
         if status >= 400:
             self.counters["refused"] += 1
-            raise PeerRefused(url, status, payload if isinstance(payload, dict) else {})
-        return payload
+        return json_answer(url, status, body)
 
     async def text(self, url: str, timeout: float | None = None) -> str:
         status, body = await self.request("GET", url, timeout=timeout)

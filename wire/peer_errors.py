@@ -44,6 +44,14 @@ class PeerRefused(PeerError):
         self.payload = payload
 
 
+def json_answer(url: str, status: int, body: bytes) -> Any:
+    """A call's JSON answer; an error status raises :class:`PeerRefused` with its JSON (both transports')."""
+    payload = json_body(body)
+    if status >= 400:
+        raise PeerRefused(url, status, payload if isinstance(payload, dict) else {})
+    return payload
+
+
 def json_body(body: bytes) -> Any:
     """An answer's JSON; a body that is not JSON becomes ``{"error": its first 200 bytes}``."""
     try:
