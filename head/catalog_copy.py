@@ -44,6 +44,8 @@ from boreas.catalog.updates import encode_item, update_document
 from boreas.catalog.xmlcodec import element_text
 from lxml import etree
 
+from .yielding import Yielder
+
 log = logging.getLogger(__name__)
 
 #: Items per document of a full copy: big enough to load fast, small enough to stream.
@@ -99,9 +101,12 @@ class CatalogCopies:
     calling thread: for callers off the loop (benchmarks, tests, the worker).
     """
 
-    def __init__(self, current: Callable[[], Catalog], origin: str):
+    def __init__(self, current: Callable[[], Catalog], origin: str, yielder: Yielder | None = None):
         self.current = current
         self.origin = origin
+        # A build's checkpoint, called per element: it gives the GIL back to the event loop every few
+        # milliseconds (head/yielding.py), so a build of 100,000 elements does not slow every request.
+        self.yielder = yielder or Yielder()
         self._texts: dict[tuple[str, str], tuple[Any, str]] = {}  # (kind, key) -> (element, its XML)
         self._built: Serialized | None = None  # the latest version built
         self._building: asyncio.Future[Serialized] | None = None  # the worker's build under way (loop only)
@@ -112,7 +117,9 @@ class CatalogCopies:
     def _element_texts(self, catalog: Catalog) -> list[str]:
         """Every element's text in full-copy order; elements not seen before are encoded now."""
         texts, kept = [], {}
+        tick = self.yielder
         for item in catalog_items(catalog):
+            tick()
             key = element_key(item)
             cached = self._texts.get(key)
             if cached is None or cached[0] is not item:
@@ -135,13 +142,17 @@ class CatalogCopies:
                 assert self._built is not None
                 return self._built
             start = time.thread_time()
+            self.yielder.start()
             texts = self._element_texts(catalog)
             document = _document(texts, version=catalog.version, origin=self.origin).encode()
+            self.yielder()
             chunks = [texts[i:i + COPY_CHUNK] for i in range(0, len(texts), COPY_CHUNK)] or [[]]
-            copy = FullCopy(catalog.version, tuple(
-                _document(chunk, version=catalog.version, origin=self.origin, copy=f"v{catalog.version}",
-                          part=index, parts=len(chunks))
-                for index, chunk in enumerate(chunks, start=1)))
+            documents = []
+            for index, chunk in enumerate(chunks, start=1):
+                self.yielder()
+                documents.append(_document(chunk, version=catalog.version, origin=self.origin,
+                                           copy=f"v{catalog.version}", part=index, parts=len(chunks)))
+            copy = FullCopy(catalog.version, tuple(documents))
             self._built = Serialized(catalog, document, copy, time.thread_time() - start)
             return self._built
 
