@@ -33,11 +33,11 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from boreas.catalog.elements import element_key
+from boreas.catalog.elements import KIND_TO_DICT, element_key
 from boreas.catalog.model import Box, Catalog
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import encode_item, update_document
@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 #: Items per document of a full copy: big enough to load fast, small enough to stream.
 COPY_CHUNK = 2000
+#: A Catalog dict's name -> the kind its elements are kept under.
+DICT_KIND = {attr: kind for kind, (attr, _) in KIND_TO_DICT.items()}
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,32 @@ class CatalogCopies:
             texts.append(cached[1])
         self._texts = kept  # elements gone from the catalog are forgotten
         return texts
+
+    def warm(self, touched: Mapping[str, Iterable[str]]) -> int:
+        """Encode the current catalog's elements at ``touched`` (Catalog dict -> keys a commit wrote) that are
+        not kept yet, and forget those gone; the number encoded.  Costs what the commit wrote: the next
+        build then only walks the kept texts and joins them (blocks: for a worker thread)."""
+        encoded = 0
+        with self._lock:
+            catalog = self.current()
+            self.yielder.start()
+            for name, keys in touched.items():
+                kind = DICT_KIND.get(name)
+                if kind is None:  # (not an element of a copy: nothing kept for it)
+                    continue
+                elements = getattr(catalog, name)
+                for key in keys:
+                    self.yielder()
+                    item = elements.get(key)
+                    if item is None:
+                        self._texts.pop((kind, key), None)
+                        continue
+                    cached = self._texts.get((kind, key))
+                    if cached is None or cached[0] is not item:
+                        self._texts[(kind, key)] = (item, _text(item))
+                        self.encoded += 1
+                        encoded += 1
+        return encoded
 
     def _is_current(self, built: Serialized | None, catalog: Catalog) -> bool:
         return built is not None and built.catalog is catalog and built.version == catalog.version

@@ -285,7 +285,7 @@ class HeadService:
         if self.index.catalog is not catalog:  # (at start it was made for this catalog: loaded or checked)
             self.index = self.index.derive(catalog, touched)
             self.index_saver.changed()
-        self.copy_ahead.changed()
+        self.copy_ahead.changed(touched)
         affected = []
         try:
             changed = self.slices.advance(self.index)
