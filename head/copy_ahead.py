@@ -15,9 +15,10 @@ passes through is not serialized: the next one is.
 
 After a commit that says what it wrote (``touched``), it builds no whole
 copy: it only encodes the elements written (:meth:`~.catalog_copy.CatalogCopies.warm`),
-what the commit touched and not the catalog's size (issue 37: a build of
-every version after each one-box change was the Head's largest CPU in a
-one-box operation at 50,000 boxes, 0.2-0.6 s of CPU per CLI call).  The
+what the commit touched and not the catalog's size (issue 37: with a
+whole build per quiet spell, and the index save, the Head spent 2.13 s of
+CPU over 15 one-box CLI calls at 50,000 boxes, against 0.37 at 1,000;
+without the whole builds 0.36 s, as at 1,000; docs/benchmarks.md).  The
 first reader of that version then walks the kept texts and joins them (no
 encoding: at 20,000 boxes 0.04-0.06 s of CPU).  A change of unknown extent
 (a start, a gap read whole) builds the whole copy as before.

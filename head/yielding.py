@@ -5,12 +5,12 @@ The Head's work costing the catalog's size -- the copy built ahead
 worker thread so the event loop keeps serving.  But that thread holds the
 GIL while it computes, and CPython hands the GIL to a thread asking for it
 only after the switch interval (5 ms): every time the loop wakes up (a
-request's bytes in, a node's answer, a timer) it waited about 5 ms, at a
-loaded machine up to 90 ms (measured: bench/control_plane_lag.py, a 1 ms
-timer on the loop lagging 5.2 ms at the median, 94 ms at most, during an
-index save of 20,000 boxes), and a CLI call's request wakes the loop tens of
-times.  So a one-box operation took longer the larger the catalog, for work
-that was not its own (issue 37).
+request's bytes in, a node's answer, a timer) it waits for it (measured
+with bench/control_plane_lag.py's probe, a 1 ms timer on the loop during an
+index encode of 20,000 boxes at load 5-15: 5-22 ms late at the median, 13-39
+ms at the 90th percentile, against 0.1 and 1-3 ms with no work), and a CLI
+call's request wakes the loop tens of times: work that was not the call's
+own, growing with the catalog (issue 37).
 
 A :class:`Yielder` is the worker's checkpoint: the work calls it often (an
 element encoded, an index entry written; the call itself is a clock read),
@@ -18,10 +18,13 @@ and every ``slice`` seconds it sleeps ``pause`` seconds, releasing the GIL,
 so a loop waiting for it takes it at once instead of after the switch
 interval.  While the Head serves a request (its :class:`Foreground` not
 ``idle``), it waits for the request's end, up to ``patience`` seconds in one
-run of the work, so the request runs alone.  A loop wake-up thus
-waits at most about ``slice`` for the GIL, whatever the catalog's size; the
-work takes a little longer (``pause`` per ``slice``, and the waits), which
-the :class:`~.quiet_pacer.QuietPacer` pacing it counts in CPU time only.
+run of the work, so the request runs alone.  The work's pieces between two
+yields are thus about ``slice`` long whatever the catalog's size (measured
+at load 12-16: the 90th percentile of the probe's lag about halved; its
+largest values, 45-240 ms, not: the machine's load and calls the
+checkpoints do not cut, such as the cyclic collector's passes).  The work
+takes a little longer (``pause`` per ``slice``, and the waits), which the
+:class:`~.quiet_pacer.QuietPacer` pacing it counts in CPU time only.
 
 Usage::
 
