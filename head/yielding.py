@@ -105,29 +105,36 @@ class Foreground:
 
     def _enter(self) -> None:
         self.in_flight += 1
-        if self.in_flight > 0:
-            self.idle.clear()
+        self.idle.clear()
 
     def _leave(self) -> None:
         self.in_flight -= 1
-        if self.in_flight <= 0:  # (below 0: a handler's aside() called without the middleware, in tests)
+        if not self.in_flight:
             self.idle.set()
 
     @contextlib.contextmanager
-    def aside(self) -> Iterator[None]:
-        """A request awaiting the background work itself (``GET /catalog`` awaiting the copy's build): not
+    def aside(self, request: web.Request) -> Iterator[None]:
+        """``request`` awaits the background work itself (``GET /catalog`` awaiting the copy's build): not
         foreground meanwhile, or the work would wait for the request waiting for it."""
-        self._leave()
+        counted = self.counts(request)
+        if counted:
+            self._leave()
         try:
             yield
         finally:
-            self._enter()
+            if counted:
+                self._enter()
+
+    @staticmethod
+    def counts(request: web.Request) -> bool:
+        """Whether the middleware counts ``request`` (a watch and a long poll mostly wait: not)."""
+        return request.headers.get("Upgrade", "").lower() != "websocket" and "wait" not in request.query
 
     @web.middleware
     async def middleware(self, request: web.Request,
                          handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         """Count the request as foreground work while it is served (an aiohttp middleware)."""
-        if request.headers.get("Upgrade", "").lower() == "websocket" or "wait" in request.query:
+        if not self.counts(request):
             return await handler(request)
         self._enter()
         try:
