@@ -189,9 +189,14 @@ class CatalogCopies:
         built = self._built
         return built if self._is_current(built, self.current()) else None
 
-    async def read(self) -> Serialized:
+    async def read(self, wanted: bool = True) -> Serialized:
         """On the event loop: the current version serialized, or a newer one; built in a worker thread if
-        need be, and a build under way is awaited, not repeated.  The loop keeps serving meanwhile."""
+        need be, and a build under way is awaited, not repeated.  The loop keeps serving meanwhile.  A reader
+        that ``wanted`` it (all but the copy built ahead) makes the build, and a warm holding the lock, wait
+        for no request's end meanwhile (:meth:`~.yielding.Yielder.awaited`)."""
+        if wanted:
+            with self.yielder.awaited():
+                return await self.read(wanted=False)
         version = self.current().version
         while True:
             built = self._built

@@ -80,7 +80,7 @@ class CopyAhead:
             encoded, cpu = await asyncio.to_thread(warm)
             self.warmed += encoded
             return cpu
-        built = await self.copies.read()  # in a worker thread; readers arriving meanwhile await it too
+        built = await self.copies.read(wanted=False)  # in a worker thread; readers arriving meanwhile await it too
         self.built = built.version
         log.info("catalog version %d serialized ahead in %.2f s of CPU", built.version, built.cpu)
         return built.cpu

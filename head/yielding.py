@@ -63,6 +63,7 @@ class Yielder:
         self.patience = patience
         self.clock = clock
         self.sleep = sleep
+        self.wanted = 0  # readers awaiting this work now (changed on the loop): it waits for no request then
         self._last = clock()  # when the work last yielded (or started)
         self._waited = 0.0  # seconds this run waited for the foreground
         self.calls = 0  # checkpoints so far (tests: a run's work is cut into bounded pieces)
@@ -83,12 +84,24 @@ class Yielder:
         self.yields += 1
         self.sleep(self.pause)
         left = self.patience - self._waited
-        if self.idle is not None and left > self.pause and not self.idle.is_set():  # (a pause's worth or more)
+        if (self.idle is not None and not self.wanted and left > self.pause  # (a pause's worth or more)
+                and not self.idle.is_set()):
             self.waits += 1
             began = self.clock()
             self.idle.wait(left)
             self._waited += self.clock() - began
         self._last = self.clock()
+
+
+    @contextlib.contextmanager
+    def awaited(self) -> Iterator[None]:
+        """A reader awaits the work meanwhile (``GET /catalog``, a global component's copy): the work gives the
+        GIL back still, but waits for no other request's end, which would make that reader wait for it."""
+        self.wanted += 1
+        try:
+            yield
+        finally:
+            self.wanted -= 1
 
 
 class Foreground:

@@ -16,6 +16,7 @@ from boreas.catalog.submission import plan_submission
 from boreas.head.catalog_copy import CatalogCopies
 from boreas.head.yielding import Foreground, Yielder
 from support.bench import bench_importable
+from test_catalog_reads import planned
 
 
 @pytest.fixture
@@ -145,3 +146,17 @@ async def test_the_foreground_counts_requests_but_not_watches_long_polls_or_a_wa
     assert seen[:2] == [(1, False), (0, True)]
     assert seen[2:] == [(0, True), (0, True)] * 2  # (not counted, nor set aside)
     assert (foreground.in_flight, foreground.idle.is_set()) == (0, True)
+
+
+async def test_a_build_a_reader_awaits_waits_for_no_other_request_the_copy_ahead_does() -> None:
+    """``GET /catalog`` or a global component's copy awaiting the build: the build gives the GIL back but does
+    not wait for an unrelated request's end (it would make the reader wait its patience); the copy built ahead,
+    which nobody awaits, still waits for it."""
+    catalog = planned(40)
+    busy = threading.Event()  # a request in flight: never idle
+    for wanted, waits in ((True, 0), (False, 1)):
+        yielder = Yielder(busy, slice=0.0, pause=0.0, patience=0.05)
+        copies = CatalogCopies(lambda c=catalog: c, origin="head", yielder=yielder)
+        await copies.read(wanted=wanted)
+        assert (yielder.waits > 0) == bool(waits) and yielder.yields > 0
+        assert yielder.wanted == 0
