@@ -63,7 +63,7 @@ def test_the_index_is_encoded_with_a_checkpoint_per_entry_at_any_size(bench_cata
         entries = len(index.refs) + len(index.states) + len(index.typings) + len(index.stream_schemas)
         assert entries > boxes and gaps.calls >= entries
         assert gaps.widest <= 16 + 1  # (+1: the last, whole call: the three sections' envelope)
-        assert chunked[:5] == index_codec.encode_index(index)[:5]  # (the header: digest and checksum below)
+        assert chunked == index_codec.encode_index(index)
         assert index_codec.decode_index(chunked, index.catalog, index.registry).typings == index.typings
 
 
