@@ -18,8 +18,9 @@ times, ``--repeat`` times each, the median of:
   box, then ``boreas disconnect`` of it;
 * **nodes**: ``boreas nodes``;
 
-(each CLI call printed with the Head's and the nodes' CPU seconds over it:
-all they did meanwhile, background work included);
+(each CLI call printed with its own process's CPU seconds -- interpreter
+start and imports -- and the Head's and the nodes' CPU seconds over it:
+all they did meanwhile, background work included; and the load average);
 * **full copy**: an in-process global component from ``start()`` until its
   full copy is in (bench/deploy.py's figure), and a plain ``GET /catalog``;
 * **Head restart**: the Head killed with SIGKILL and started again, until it
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -96,13 +98,17 @@ class Cluster:
         self.head = f"http://{head_endpoint}"
         self.node_procs = [start_node(run.procs, n, self.head) for n in self.nodes]
         self.env = {**run.procs.env, "BOREAS_HEAD": self.head}
+        self.cli_cpu = 0.0  # the last CLI call's own CPU seconds
 
     def boreas(self, *argv: str) -> float:
-        """Run ``boreas argv...`` to completion; its wall time (a BenchError if it fails)."""
-        start = time.perf_counter()
+        """Run ``boreas argv...`` to completion; its wall time (a BenchError if it fails).  The CLI process's
+        own CPU seconds are kept in ``cli_cpu`` (interpreter start, imports, its part of the call)."""
+        start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run([sys.executable, "-m", "boreas.cli.main", *argv], env=self.env, cwd=self.run.tmp,
                               capture_output=True, text=True, timeout=300)
         took = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # (only the CLI was reaped meanwhile)
+        self.cli_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         if done.returncode != 0:
             raise BenchError(f"boreas {' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[-800:]}")
         return took
@@ -221,8 +227,9 @@ def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: st
             figures[key].append(cluster.boreas(*argv))
             took = cpu_seconds(cluster.head_proc.pid) - head_cpu  # (the Head's CPU over the call, all it did)
             nodes_took = [cpu_seconds(p.pid) - c for p, c in zip(cluster.node_procs, node_cpu, strict=True)]
-            print(f"    {key} {figures[key][-1]:.3f} s, Head CPU {took:.3f} s, nodes' CPU {sum(nodes_took):.3f} s "
-                  f"(most {max(nodes_took):.3f} s)", flush=True)  # (said at once)
+            print(f"    {key} {figures[key][-1]:.3f} s, CLI CPU {cluster.cli_cpu:.3f} s, Head CPU {took:.3f} s, "
+                  f"nodes' CPU {sum(nodes_took):.3f} s (most {max(nodes_took):.3f} s); load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)  # (said at once)
         copy = asyncio.run(time_global_copy(cluster.head, run.token, args.timeout))
         if copy["boxes"] < boxes:
             raise BenchError(f"the global component's copy has {copy['boxes']} boxes, not {boxes} or more")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .index import CatalogIndex
@@ -66,8 +67,8 @@ def load_index(store: CatalogStore, catalog: Catalog,
     return index, False
 
 
-def save_index(store: CatalogStore, index: CatalogIndex) -> int:
-    """Save ``index`` as the one to start from; the bytes written."""
-    data = encode_index(index)
+def save_index(store: CatalogStore, index: CatalogIndex, checkpoint: Callable[[], None] | None = None) -> int:
+    """Save ``index`` as the one to start from; the bytes written (``checkpoint``: see :func:`.index_codec.encode_index`)."""
+    data = encode_index(index, checkpoint)
     store.put_blob(KEY, data)
     return len(data)

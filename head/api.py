@@ -301,7 +301,8 @@ class _Api:
             text = update_document(catalog_items(part), version=part.version, origin=self.head.origin)
             return web.Response(text=text, content_type="application/xml", charset="utf-8")
         # Serialized once per catalog version (head/catalog_copy.py), not per request, off the event loop.
-        built = await self.head.copies.read()
+        with self.head.foreground.aside(request):  # (the build must not wait for this request: head/yielding.py)
+            built = await self.head.copies.read()
         return web.Response(body=built.document, content_type="application/xml", charset="utf-8")
 
     async def nodes(self, request: web.Request) -> web.Response:

@@ -33,21 +33,25 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from boreas.catalog.elements import element_key
+from boreas.catalog.elements import KIND_TO_DICT, element_key
 from boreas.catalog.model import Box, Catalog
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import encode_item, update_document
 from boreas.catalog.xmlcodec import element_text
 from lxml import etree
 
+from .yielding import Yielder
+
 log = logging.getLogger(__name__)
 
 #: Items per document of a full copy: big enough to load fast, small enough to stream.
 COPY_CHUNK = 2000
+#: A Catalog dict's name -> the kind its elements are kept under.
+DICT_KIND = {attr: kind for kind, (attr, _) in KIND_TO_DICT.items()}
 
 
 @dataclass(frozen=True)
@@ -99,9 +103,12 @@ class CatalogCopies:
     calling thread: for callers off the loop (benchmarks, tests, the worker).
     """
 
-    def __init__(self, current: Callable[[], Catalog], origin: str):
+    def __init__(self, current: Callable[[], Catalog], origin: str, yielder: Yielder | None = None):
         self.current = current
         self.origin = origin
+        # A build's checkpoint, called per element: it gives the GIL back to the event loop every few
+        # milliseconds (head/yielding.py), so a build of 100,000 elements does not slow every request.
+        self.yielder = yielder or Yielder()
         self._texts: dict[tuple[str, str], tuple[Any, str]] = {}  # (kind, key) -> (element, its XML)
         self._built: Serialized | None = None  # the latest version built
         self._building: asyncio.Future[Serialized] | None = None  # the worker's build under way (loop only)
@@ -112,7 +119,9 @@ class CatalogCopies:
     def _element_texts(self, catalog: Catalog) -> list[str]:
         """Every element's text in full-copy order; elements not seen before are encoded now."""
         texts, kept = [], {}
+        tick = self.yielder
         for item in catalog_items(catalog):
+            tick()
             key = element_key(item)
             cached = self._texts.get(key)
             if cached is None or cached[0] is not item:
@@ -122,6 +131,32 @@ class CatalogCopies:
             texts.append(cached[1])
         self._texts = kept  # elements gone from the catalog are forgotten
         return texts
+
+    def warm(self, touched: Mapping[str, Iterable[str]]) -> int:
+        """Encode the current catalog's elements at ``touched`` (Catalog dict -> keys a commit wrote) that are
+        not kept yet, and forget those gone; the number encoded.  Costs what the commit wrote: the next
+        build then only walks the kept texts and joins them (blocks: for a worker thread)."""
+        encoded = 0
+        with self._lock:
+            catalog = self.current()
+            self.yielder.start()
+            for name, keys in touched.items():
+                kind = DICT_KIND.get(name)
+                if kind is None:  # (not an element of a copy: nothing kept for it)
+                    continue
+                elements = getattr(catalog, name)
+                for key in keys:
+                    self.yielder()
+                    item = elements.get(key)
+                    if item is None:
+                        self._texts.pop((kind, key), None)
+                        continue
+                    cached = self._texts.get((kind, key))
+                    if cached is None or cached[0] is not item:
+                        self._texts[(kind, key)] = (item, _text(item))
+                        self.encoded += 1
+                        encoded += 1
+        return encoded
 
     def _is_current(self, built: Serialized | None, catalog: Catalog) -> bool:
         return built is not None and built.catalog is catalog and built.version == catalog.version
@@ -135,13 +170,17 @@ class CatalogCopies:
                 assert self._built is not None
                 return self._built
             start = time.thread_time()
+            self.yielder.start()
             texts = self._element_texts(catalog)
             document = _document(texts, version=catalog.version, origin=self.origin).encode()
+            self.yielder()
             chunks = [texts[i:i + COPY_CHUNK] for i in range(0, len(texts), COPY_CHUNK)] or [[]]
-            copy = FullCopy(catalog.version, tuple(
-                _document(chunk, version=catalog.version, origin=self.origin, copy=f"v{catalog.version}",
-                          part=index, parts=len(chunks))
-                for index, chunk in enumerate(chunks, start=1)))
+            documents = []
+            for index, chunk in enumerate(chunks, start=1):
+                self.yielder()
+                documents.append(_document(chunk, version=catalog.version, origin=self.origin,
+                                           copy=f"v{catalog.version}", part=index, parts=len(chunks)))
+            copy = FullCopy(catalog.version, tuple(documents))
             self._built = Serialized(catalog, document, copy, time.thread_time() - start)
             return self._built
 
@@ -150,9 +189,14 @@ class CatalogCopies:
         built = self._built
         return built if self._is_current(built, self.current()) else None
 
-    async def read(self) -> Serialized:
+    async def read(self, wanted: bool = True) -> Serialized:
         """On the event loop: the current version serialized, or a newer one; built in a worker thread if
-        need be, and a build under way is awaited, not repeated.  The loop keeps serving meanwhile."""
+        need be, and a build under way is awaited, not repeated.  The loop keeps serving meanwhile.  A reader
+        that ``wanted`` it (all but the copy built ahead) makes the build, and a warm holding the lock, wait
+        for no request's end meanwhile (:meth:`~.yielding.Yielder.awaited`)."""
+        if wanted:
+            with self.yielder.awaited():
+                return await self.read(wanted=False)
         version = self.current().version
         while True:
             built = self._built

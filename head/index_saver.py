@@ -31,6 +31,7 @@ from boreas.catalog.index_checkpoint import save_index
 from boreas.catalog.store import CatalogStore, StoreError
 
 from .quiet_pacer import QuietPacer
+from .yielding import Yielder
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,14 @@ class IndexSaver:
 
     def __init__(self, current: Callable[[], CatalogIndex], store: Callable[[], CatalogStore | None],
                  quiet: float = 2.0, ratio: float = 20.0, least: float = 10.0, busy: Callable[[], bool] | None = None,
-                 held: Callable[[], bool] | None = None):
+                 held: Callable[[], bool] | None = None, yielder: Yielder | None = None):
         self.current = current
         self.store = store
         self.pacer = QuietPacer(quiet, ratio, least, busy, held)  # quiet spells, saves paced by their CPU time
         self.saved: int | None = None  # the catalog version saved last by this Head
+        # The save's checkpoint, per index entry: the GIL back to the event loop every few milliseconds,
+        # and the save waiting while a request is served (head/yielding.py).
+        self.yielder = yielder or Yielder()
 
     def started(self, version: int, decoded: bool) -> None:
         """The Head started at ``version`` with the saved index (nothing to save) or checked it whole (save it)."""
@@ -69,9 +73,10 @@ class IndexSaver:
 
         def save() -> tuple[int, float]:
             start = time.thread_time()
-            size = save_index(store, index)
+            size = save_index(store, index, self.yielder)
             return size, time.thread_time() - start
 
+        self.yielder.start()
         try:
             size, took = await asyncio.to_thread(save)
         except StoreError as exc:  # a cache: the next start checks whole, as without it

@@ -61,6 +61,7 @@ from .pending import PendingRequests
 from .registrations import Registrations
 from .snapshots import SnapshotCoordinator
 from .submissions import NodeOrder, Submission, SubmissionLog, SubmissionRecord, check_submission
+from .yielding import Foreground, Yielder
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +81,9 @@ class HeadService:
         self.store: CatalogStore | None = None
         self.catalog = Catalog()
         self.syncs: dict[str, NodeSync] = {}
+        self.foreground = Foreground()  # requests in flight: work costing the catalog's size yields to them
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
-        self.copies = CatalogCopies(lambda: self.catalog, self.origin)
+        self.copies = CatalogCopies(lambda: self.catalog, self.origin, Yielder(self.foreground.idle))
         self.submitting = 0  # POST /submissions being read, checked or committed (taking_submission)
         self.copy_ahead = CopyAhead(self.copies, busy=self.catching_up,  # each version's copy built once quiet
                                     held=self.submission_coming)  # (issue 37)
@@ -103,7 +105,7 @@ class HeadService:
         self.index = CatalogIndex.build(self.catalog, self.box_types)
         # The leader saves the index now and then, so a start decodes it (head/index_saver.py); it and the
         self.index_saver = IndexSaver(lambda: self.index, lambda: self.store,  # copy wait while busy or held
-                                      busy=self.catching_up, held=self.submission_coming)
+                                      busy=self.catching_up, held=self.submission_coming, yielder=Yielder(self.foreground.idle))
         self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
@@ -125,7 +127,7 @@ class HeadService:
         # reads and redirects the rest (head/leadership.py).  Only the leader drives nodes and globals.
         self.leadership = Leadership("")
         self.leading = False  # True once this Head took up the leader's duties (_take_lead)
-        self.server.app.middlewares.append(self.leadership.redirect)
+        self.server.app.middlewares.extend((self.leadership.redirect, self.foreground.middleware))
         self._members = None
         from .api import install_routes
         from .ui import install_ui
@@ -283,7 +285,7 @@ class HeadService:
         if self.index.catalog is not catalog:  # (at start it was made for this catalog: loaded or checked)
             self.index = self.index.derive(catalog, touched)
             self.index_saver.changed()
-        self.copy_ahead.changed()
+        self.copy_ahead.changed(touched)
         affected = []
         try:
             changed = self.slices.advance(self.index)

@@ -33,6 +33,7 @@ ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": 
 #: no Head, node or link servers and no test that waits on a timer or a failure detector.  Listed by name, so a
 #: new module joins the "processes" group until someone checks it and adds it here.
 IN_PROCESS = (
+    "test_yielding.py",                      # the Head's background work's checkpoints, counted in process
     "test_handover_cost.py",                 # a box moved between two in-process dataflows, its work counted
     "test_connect_cost.py",                  # a connect's check on an in-process dataflow, its inferences counted
     "test_blocking_peers.py",                # blocking calls against OneShotPeers' on a threaded HTTP server

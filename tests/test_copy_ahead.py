@@ -19,6 +19,7 @@ from boreas.catalog.updates import update_document
 from boreas.head.catalog_copy import CatalogCopies
 from boreas.head.copy_ahead import CopyAhead
 from boreas.head.global_feed import GlobalFeed
+from boreas.head.yielding import Yielder
 from boreas.regional.global_component import GlobalComponent
 from boreas.wire.client import PeerClient
 from test_catalog_reads import modify, planned
@@ -165,3 +166,56 @@ async def test_more_commits_than_a_feed_holds_during_a_build_are_replaced_by_a_c
             feed.abort()
             await component.server.close()
             await component.peers.close()
+
+
+def test_warming_a_one_box_change_costs_the_same_at_40_and_400_boxes():
+    """What the commit wrote is encoded (one element, one checkpoint), not the catalog; the next build then
+    encodes nothing and makes the documents of the whole catalog.  Counted at two sizes."""
+    for boxes in (40, 400):
+        held = HeldCatalog(planned(boxes))
+        counted = Yielder(slice=float("inf"))  # counts the checkpoints, never sleeps
+        copies = CatalogCopies(held, "head", yielder=counted)
+        copies.serialize()
+        encoded, calls = copies.encoded, counted.calls
+        held.catalog = changed = modify(held.catalog, "b5", "value &gt; 99.5")
+        assert copies.warm({"boxes": {"b5"}, "apps": {"x"}}) == 1  # (a dict that is no element: passed over)
+        assert (copies.encoded - encoded, counted.calls - calls) == (1, 1)
+        assert copies.warm({"boxes": {"b5"}}) == 0  # kept already
+        built = copies.serialize()
+        assert copies.encoded - encoded == 1
+        assert built.document == update_document(catalog_items(changed), version=4, origin="head").encode()
+
+
+async def until(condition, timeout: float = 10.0) -> None:
+    """Wait for the copy ahead's task to get there (it says so by no event: its counters)."""
+    async def wait() -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def test_a_change_that_says_what_it_wrote_is_warmed_not_built_whole():
+    held = HeldCatalog(planned(20))
+    copies = CatalogCopies(held, "head")
+    ahead = CopyAhead(copies, quiet=0.01, least=0.0)
+    task = asyncio.create_task(ahead.run())
+    try:
+        ahead.changed({"boxes": {"b1"}})  # nothing built yet: the whole copy, whatever the commit said
+        await held.build_started()
+        assert (await copies.read()).version == 3
+        await until(lambda: ahead.built == 3)  # (the build's own end, just after its readers')
+        encoded = copies.encoded
+        held.catalog = changed = modify(held.catalog, "b5", "value &gt; 99.5")
+        ahead.changed({"boxes": {"b5"}})
+        await held.build_started()
+        await until(lambda: ahead.warmed == 1)
+        assert ahead.built == 3 and copies.ready() is None and copies.encoded == encoded + 1  # no whole build
+        built = await copies.read()  # the reader's build: the kept texts walked, nothing encoded
+        assert copies.encoded == encoded + 1
+        assert built.document == update_document(catalog_items(changed), version=4, origin="head").encode()
+        held.catalog = modify(held.catalog, "b6", "value &gt; 98.5")
+        ahead.changed(None)  # a change of unknown extent: the whole copy again
+        await held.build_started()
+        await until(lambda: ahead.built == 5)
+    finally:
+        task.cancel()
