@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from ..maps import MapStore
+from ..slicecounts import SliceCounts, transition_journal
 from .codes import packed
 
 
@@ -105,7 +106,8 @@ def _sync_map(store: MapStore, native, name: str, full: bool = False) -> None:
                        replace=True)
 
 
-def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str]) -> dict[str, list]:
+def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str],
+                 counts: SliceCounts | None = None, version: int = 0) -> dict[str, list]:
     """The last batch's journals of maps ``names`` (one record per key it wrote: stored key, value before the
     batch), and the mirror of every map of ``kept`` (the maps Python-side code reads per batch:
     a general view's, a TOTAL memo's) brought up to date; the other maps keep lagging until :func:`sync`.
@@ -113,10 +115,20 @@ def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[s
     A kept map whose pending keys are the batch's alone (its mirror was current before it) is set from the
     batch's changes, the values read from C with the keys, in bulk (:meth:`.MapStore.add_many`); one that
     lagged more catches up from its pending keys.  Either way its pending list is dropped.
+
+    ``counts``: the maps read only as counts of their slices (:mod:`..slicecounts`), advanced to ``version``
+    (the batch's) from their entries that went from 0 to non-zero or back, which are all their journals hold.
     """
     journals: dict[str, list] = {name: [] for name in store.data}
     kept = set(kept)
-    for name in set(names) | kept:
+    counted = counts.counted if counts is not None else {}
+    moved: dict[str, list] = {}
+    for name in counted:
+        keys, olds, news = native.changed_entries(name)
+        journals[name], moved[name] = transition_journal(keys, olds, news, store.arity[name])
+    if counted:
+        counts.advance(moved, version, native.dump)
+    for name in (set(names) | kept) - set(counted):
         one_batch = name in kept and native.lags_one_batch(name)
         keys, olds, news = native.changed_entries(name)
         stored = [k[0] for k in keys] if store.arity[name] == 1 else keys

@@ -1,0 +1,153 @@
+"""The counts of a map's slices kept from each batch's 0 <-> non-zero transitions: a ``COUNT(DISTINCT x)``
+read without a Python mirror of the map it counts.
+
+Why: a general view's ``COUNT(DISTINCT x)`` is a ``COUNT`` fold over a
+multiplicity map ``m[K..., x]`` (one entry per distinct ``x`` of a group,
+its value how many rows carry it), read as the size of the index slice at
+the group's keys (:func:`.viewchanges.slice_counter`).  On the native
+backend that index is the Python mirror's, so every entry a batch wrote in
+``m`` -- one per row, nearly all of them a count going from 3 to 4 -- was
+set in the mirror and its index (:meth:`.MapStore.add_many`) only for the
+slice's size to be read: Nexmark q16's eight COUNT DISTINCTs cost about
+1.4 µs per event there.  But a slice's count changes only when one of its
+entries goes from 0 to non-zero or back, and the C journal of the batch
+names every entry it wrote with its value before and now.  So for a map
+that a general view reads *only* as such counts (:func:`.viewcode.count_reads`),
+and nothing else reads per batch, the runtime keeps no mirror of it
+(it lags until something reads the whole store, as a plain view's maps do)
+and this memo keeps, per slice, its count, adjusted by those transitions.
+
+It is derived data, exact at one runtime ``version`` (as
+:class:`.slicefolds.SliceFolds`): :meth:`SliceCounts.advance` applies the
+batch that made ``version`` when the memo is at ``version - 1``, and
+otherwise counts the map whole from its entries now (a batch whose
+changes nobody read, ``restore()``, closed windows removed, a fresh
+runtime: :meth:`clear`).  Unlike the slices' folds it must hold *every*
+slice (there is no mirror to read a missing one from).
+
+>>> counts = SliceCounts({"m": 1})
+>>> counts.advance({"m": [(("a", 1), 0), (("a", 2), 0), (("b", 1), 0)]}, 1, lambda name: [])
+>>> counts.count("m", ("a", None)), counts.count("m", ("b", None)), counts.count("m", ("c", None))
+(2, 1, 0)
+>>> counts.advance({"m": [(("a", 1), 3)]}, 2, lambda name: [])    # ("a", 1) went from 3 to 0
+>>> counts.count("m", ("a", None)), counts.version
+(1, 2)
+>>> counts.advance({}, 4, lambda name: [(("z", 5), 2)])          # batch 3 went by unseen: counted whole
+>>> counts.count("m", ("a", None)), counts.count("m", ("z", None))
+(0, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
+
+from .viewcode import count_reads
+
+
+def _part(arity: int, at: int) -> Callable[[tuple], tuple]:
+    """A key's (or pattern's) positions but ``at``, as the tuple the counts are kept under."""
+    bound = [i for i in range(arity) if i != at]
+    if len(bound) == 1:
+        one = bound[0]
+        return lambda key: (key[one],)
+    return itemgetter(*bound) if bound else (lambda key: ())
+
+
+class SliceCounts:
+    """Per counted map (``at``: its one unbound position), every non-empty slice's count of non-zero entries,
+    exact at :attr:`version` (module docstring)."""
+
+    def __init__(self, counted: Mapping[str, int], arity: Mapping[str, int] | None = None):
+        """``counted``: map -> the position its COUNT folds leave unbound; ``arity``: each map's key arity
+        (default: learnt from the first key seen)."""
+        self.counted = dict(counted)
+        self._arity = dict(arity or {})
+        self._counts: dict[str, dict[tuple, int]] = {name: {} for name in self.counted}
+        self._parts: dict[str, Callable[[tuple], tuple]] = {}
+        self.version: int | None = 0  # a fresh runtime's maps are empty: every count 0
+
+    def clear(self) -> None:
+        """Forget the counts (the maps changed in a way the memo did not see): counted whole at the next batch."""
+        self.version = None
+
+    def exact(self, version: int) -> bool:
+        return bool(self.counted) and self.version == version
+
+    def _part_of(self, name: str, width: int) -> Callable[[tuple], tuple]:
+        part = self._parts.get(name)
+        if part is None:
+            part = self._parts[name] = _part(self._arity.get(name, width), self.counted[name])
+        return part
+
+    def counter(self, name: str, width: int) -> Callable[[tuple], int]:
+        """:meth:`count` of map ``name`` as a function of a pattern of ``width`` positions, made once per reader
+        (a map's counts are one dict for the memo's life, cleared in place)."""
+        get, part = self._counts[name].get, self._part_of(name, width)
+        return lambda pattern: get(part(pattern), 0)
+
+    def count(self, name: str, pattern: tuple) -> int:
+        """The count of map ``name``'s non-zero entries at ``pattern`` (bound at every position but the counted
+        one), now."""
+        return self._counts[name].get(self._part_of(name, len(pattern))(pattern), 0)
+
+    def advance(self, transitions: Mapping[str, Iterable[tuple[tuple, object]]], version: int,
+                entries: Callable[[str], Iterable[tuple[tuple, object]]]) -> None:
+        """After the batch that made ``version``: ``transitions[map]``, the keys whose entry went from 0 to
+        non-zero or back, as ``(key tuple, value before)``; ``entries(map)``: its entries now, read only when
+        the memo was not exact at ``version - 1``."""
+        if self.version == version:
+            return
+        whole = self.version != version - 1
+        self.version = None  # not exact until done (an exception leaves it to be counted whole next time)
+        for name in self.counted:
+            counts = self._counts[name]
+            if whole:
+                counts.clear()
+                found = entries(name)
+                changed = [(k, 0) for k, v in found if v]
+            else:
+                changed = transitions.get(name, ())
+            part = None
+            for key, before in changed:
+                if part is None:
+                    part = self._part_of(name, len(key))
+                s = part(key)
+                n = counts.get(s, 0) + (-1 if before else 1)
+                if n:
+                    counts[s] = n
+                else:
+                    del counts[s]
+        self.version = version
+
+
+def transition_journal(keys: list, olds, news, arity: int) -> tuple[list, list[tuple[tuple, object]]]:
+    """A counted map's journal of a batch (stored key, value before, ...: only the entries that went from 0 to
+    non-zero or back, the only ones that change a count) and those entries as ``(key tuple, value before)``.
+
+    >>> transition_journal([(1, 2), (1, 3), (2, 2)], [0, 4, 1], [1, 5, 0], 2)
+    ([(1, 2), 0, (2, 2), 1], [((1, 2), 0), ((2, 2), 1)])
+    """
+    moved = [(k, o) for k, o, n in zip(keys, olds, news) if (not o) != (not n)]
+    journal: list = [None] * (2 * len(moved))
+    journal[::2] = [k[0] for k, _ in moved] if arity == 1 else [k for k, _ in moved]
+    journal[1::2] = [o for _, o in moved]
+    return journal, moved
+
+
+def counted_maps(program, forms: Mapping, rereads: set[str], totals_read: set[str]) -> dict[str, int]:
+    """The maps a native runtime keeps as :class:`SliceCounts` and no mirror: read by one general view (not one
+    whose rows are re-read whole), only as counts (:func:`.viewcode.count_reads`), by no other view and no
+    ``TOTAL`` memo (``totals_read``: the maps those read)."""
+    readers: dict[str, int] = {}
+    for v in program.views:
+        for m in v.maps:
+            readers[m] = readers.get(m, 0) + 1
+    found: dict[str, int] = {}
+    for name, form in forms.items():
+        if name in rereads:
+            continue
+        for m, at in count_reads(form).items():
+            if readers.get(m) == 1 and m not in totals_read and sum(r.map == m for r in form.refs) == 1:
+                found[m] = at
+    return found
