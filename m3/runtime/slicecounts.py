@@ -26,12 +26,12 @@ runtime: :meth:`clear`).  Unlike the slices' folds it must hold *every*
 slice (there is no mirror to read a missing one from).
 
 >>> counts = SliceCounts({"m": 1})
->>> counts.advance({"m": [(("a", 1), 0), (("a", 2), 0), (("b", 1), 0)]}, 1, lambda name: [])
+>>> counts.advance({"m": ([("a", 1), ("b", 1)], [2, 1])}, 1, lambda name: [])
 >>> counts.count("m", ("a", None)), counts.count("m", ("b", None)), counts.count("m", ("c", None))
 (2, 1, 0)
->>> counts.advance({"m": [(("a", 1), 3)]}, 2, lambda name: [])    # ("a", 1) went from 3 to 0
->>> counts.count("m", ("a", None)), counts.version
-(1, 2)
+>>> counts.advance({"m": ([("a", 1)], [-1])}, 2, lambda name: [])    # ("a", 1) went from 3 to 0
+>>> counts.count("m", ("a", None)), counts.before("m", ("a", None)), counts.version
+(1, 2, 2)
 >>> counts.advance({}, 4, lambda name: [(("z", 5), 2)])          # batch 3 went by unseen: counted whole
 >>> counts.count("m", ("a", None)), counts.count("m", ("z", None))
 (0, 1)
@@ -64,6 +64,7 @@ class SliceCounts:
         self.counted = dict(counted)
         self._arity = dict(arity or {})
         self._counts: dict[str, dict[tuple, int]] = {name: {} for name in self.counted}
+        self._last: dict[str, dict[tuple, int]] = {name: {} for name in self.counted}  # the last batch's changes
         self._parts: dict[str, Callable[[tuple], tuple]] = {}
         self.version: int | None = 0  # a fresh runtime's maps are empty: every count 0
 
@@ -91,29 +92,39 @@ class SliceCounts:
         one), now."""
         return self._counts[name].get(self._part_of(name, len(pattern))(pattern), 0)
 
-    def advance(self, transitions: Mapping[str, Iterable[tuple[tuple, object]]], version: int,
+    def before(self, name: str, pattern: tuple) -> int:
+        """:meth:`count` before the batch the memo was last advanced by (its count now less that batch's change)."""
+        s = self._part_of(name, len(pattern))(pattern)
+        return self._counts[name].get(s, 0) - self._last[name].get(s, 0)
+
+    def advance(self, changes: Mapping[str, tuple[list[tuple], list[int]]], version: int,
                 entries: Callable[[str], Iterable[tuple[tuple, object]]]) -> None:
-        """After the batch that made ``version``: ``transitions[map]``, the keys whose entry went from 0 to
-        non-zero or back, as ``(key tuple, value before)``; ``entries(map)``: its entries now, read only when
-        the memo was not exact at ``version - 1``."""
+        """After the batch that made ``version``: ``changes[map]``, one key of each slice whose count the batch
+        changed and that change (:func:`.native.slicechanges.slice_changes`); ``entries(map)``: its entries
+        now, counted whole when the memo was not exact at ``version - 1``."""
         if self.version == version:
             return
         whole = self.version != version - 1
         self.version = None  # not exact until done (an exception leaves it to be counted whole next time)
         for name in self.counted:
-            counts = self._counts[name]
-            if whole:
-                counts.clear()
-                found = entries(name)
-                changed = [(k, 0) for k, v in found if v]
-            else:
-                changed = transitions.get(name, ())
+            counts, last = self._counts[name], self._last[name]
+            keys, deltas = changes.get(name, ((), ()))
+            last.clear()
             part = None
-            for key, before in changed:
+            for key, d in zip(keys, deltas):
                 if part is None:
                     part = self._part_of(name, len(key))
-                s = part(key)
-                n = counts.get(s, 0) + (-1 if before else 1)
+                last[part(key)] = d
+            if whole:
+                counts.clear()
+                for key, v in entries(name):
+                    if v:
+                        part = self._part_of(name, len(key))
+                        s = part(key)
+                        counts[s] = counts.get(s, 0) + 1
+                continue
+            for s, d in last.items():
+                n = counts.get(s, 0) + d
                 if n:
                     counts[s] = n
                 else:
@@ -121,25 +132,12 @@ class SliceCounts:
         self.version = version
 
 
-def transition_journal(keys: list, olds, news, arity: int) -> tuple[list, list[tuple[tuple, object]]]:
-    """A counted map's journal of a batch (stored key, value before, ...: only the entries that went from 0 to
-    non-zero or back, the only ones that change a count) and those entries as ``(key tuple, value before)``.
-
-    >>> transition_journal([(1, 2), (1, 3), (2, 2)], [0, 4, 1], [1, 5, 0], 2)
-    ([(1, 2), 0, (2, 2), 1], [((1, 2), 0), ((2, 2), 1)])
-    """
-    moved = [(k, o) for k, o, n in zip(keys, olds, news) if (not o) != (not n)]
-    journal: list = [None] * (2 * len(moved))
-    journal[::2] = [k[0] for k, _ in moved] if arity == 1 else [k for k, _ in moved]
-    journal[1::2] = [o for _, o in moved]
-    return journal, moved
-
-
 def counted_maps(program, forms: Mapping, rereads: set[str], totals_read: set[str]) -> dict[str, int]:
-    """The maps a native runtime keeps as :class:`SliceCounts` and no mirror: read by one general view (not one
-    whose rows are re-read whole), only as counts (:func:`.viewcode.count_reads`), by no other view and no
-    ``TOTAL`` memo (``totals_read``: the maps those read)."""
+    """The maps a native runtime keeps as :class:`SliceCounts` and no mirror: INT maps read by one general view
+    (not one whose rows are re-read whole), only as counts (:func:`.viewcode.count_reads`), by no other view and
+    no ``TOTAL`` memo (``totals_read``: the maps those read)."""
     readers: dict[str, int] = {}
+    ints = {m.name: m.value_type == "INT" for m in program.maps}
     for v in program.views:
         for m in v.maps:
             readers[m] = readers.get(m, 0) + 1
@@ -148,6 +146,7 @@ def counted_maps(program, forms: Mapping, rereads: set[str], totals_read: set[st
         if name in rereads:
             continue
         for m, at in count_reads(form).items():
-            if readers.get(m) == 1 and m not in totals_read and sum(r.map == m for r in form.refs) == 1:
+            if readers.get(m) == 1 and m not in totals_read and sum(r.map == m for r in form.refs) == 1 \
+                    and ints.get(m):
                 found[m] = at
     return found

@@ -283,7 +283,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
 def old_reader(form: ViewForm, journals: dict[str, list], store: MapStore, old_totals=None,
                counts: SliceCounts | None = None) -> OldReader:
     """The maps a general view reads as they were before the batch (each changed map's first old values;
-    ``counts``: the maps kept as counts alone, exact now, whose journals hold only their counts' changes)."""
+    ``counts``: the maps kept as counts alone, exact now, which know their counts before the batch)."""
     old = {ref.map: first_values(journals[ref.map]) for ref in form.refs if journals[ref.map]}
     return OldReader(store, old, old_totals, counts)
 
@@ -335,11 +335,9 @@ class OldReader(Reader):
 
     def count(self, name: str, pattern: tuple, at: int) -> int:
         """The slice's count before the batch: the count now, less the entries the batch created in the slice,
-        plus those it removed (a map kept as counts alone: its counts now, each entry in its journal having
-        gone from 0 to non-zero or back)."""
+        plus those it removed (a map kept as counts alone: its count less the batch's change of it)."""
         if self._counts is not None and name in self._counts.counted:
-            over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else ()
-            return self._counts.count(name, pattern) + sum(1 if v else -1 for _, v in over)
+            return self._counts.before(name, pattern)
         n = slice_count(self.store, name, pattern, at)
         over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
         if over:

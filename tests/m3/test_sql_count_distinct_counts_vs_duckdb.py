@@ -72,3 +72,22 @@ def test_the_counted_maps_mirror_is_not_written_per_batch(monkeypatch):
     assert changed_rows(rt)["Q1"] == [((1,), (3, 5, 1, 1, 2))]
     assert written and not counted & set(written)
     assert sorted(rt.view("Q1").items()) == [((1,), (3, 5, 1, 1, 2)), ((2,), (1, 2, 1, 1, 1))]
+
+
+def test_slice_changes_are_the_counts_net_changes_in_first_written_order():
+    """One key per slice whose count changed, with the net change; a slice whose entries came and went in equal
+    numbers, and an entry whose multiplicity only grew, are not named."""
+    from boreas.m3.runtime.native.slicechanges import slice_changes
+
+    program = compile_sql(GENERIC + "SELECT a, COUNT(DISTINCT b) AS bs FROM R GROUP BY a")
+    rt = Runtime(program, backend="native")
+    if rt.backend != "native":
+        pytest.skip(rt.backend_reason)
+    (name,) = _memos(program).counts.counted
+    rt.apply_batch([("R", 1, (1, 1, 0)), ("R", 1, (2, 1, 0)), ("R", 1, (3, 1, 0))])
+    rt.changes()
+    rt.apply_batch([("R", 1, (3, 2, 0)), ("R", 1, (2, 2, 0)), ("R", -1, (2, 1, 0)), ("R", 1, (1, 1, 0)),
+                    ("R", -1, (1, 1, 0)), ("R", -1, (1, 1, 0)), ("R", 1, (3, 3, 0))])
+    keys, deltas = slice_changes(rt.native_maps(), name, 1)
+    assert [(k[0], d) for k, d in zip(keys, deltas)] == [(3, 2), (1, -1)]
+    assert sorted(rt.changes()["Q1"]) == [((1,), 0), ((3,), 3)]

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from ..maps import MapStore
-from ..slicecounts import SliceCounts, transition_journal
+from ..slicecounts import SliceCounts
 from .codes import packed
+from .slicechanges import slice_changes
 
 
 def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
@@ -117,15 +118,17 @@ def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[s
     lagged more catches up from its pending keys.  Either way its pending list is dropped.
 
     ``counts``: the maps read only as counts of their slices (:mod:`..slicecounts`), advanced to ``version``
-    (the batch's) from their entries that went from 0 to non-zero or back, which are all their journals hold.
+    (the batch's) by the changes of their slices' counts (:func:`.slicechanges.slice_changes`); such a map's
+    journal names one key of each slice whose count changed (its value there 0: no reader reads it).
     """
     journals: dict[str, list] = {name: [] for name in store.data}
     kept = set(kept)
     counted = counts.counted if counts is not None else {}
-    moved: dict[str, list] = {}
-    for name in counted:
-        keys, olds, news = native.changed_entries(name)
-        journals[name], moved[name] = transition_journal(keys, olds, news, store.arity[name])
+    moved: dict[str, tuple] = {}
+    for name, at in counted.items():  # a counted map's journal: one key per slice whose count changed
+        keys, deltas = moved[name] = slice_changes(native, name, at)
+        stored = [k[0] for k in keys] if store.arity[name] == 1 else keys
+        journals[name] = [x for k in stored for x in (k, 0)]
     if counted:
         counts.advance(moved, version, native.dump)
     for name in (set(names) | kept) - set(counted):
