@@ -41,7 +41,8 @@ class Memos:
         self.folds = SliceFolds(enabled=not member)
         totals_read = set().union(*({p.total.ref.name} | {ref.name for ref in p.reads}
                                     for p in self.totals.plans.values()))
-        self.counts = SliceCounts({} if member or not forms else counted_maps(program, forms, rereads, totals_read))
+        self.counts = SliceCounts({} if member or not forms else counted_maps(program, forms, rereads, totals_read),
+                                  {m.name: len(m.keys) for m in program.maps})
 
     def kept(self, view_reads: set[str]) -> set[str]:
         """The maps a native runtime's mirror keeps current per batch: those Python reads per batch (a general

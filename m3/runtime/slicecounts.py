@@ -81,11 +81,10 @@ class SliceCounts:
             part = self._parts[name] = _part(self._arity.get(name, width), self.counted[name])
         return part
 
-    def counter(self, name: str, width: int) -> Callable[[tuple], int]:
-        """:meth:`count` of map ``name`` as a function of a pattern of ``width`` positions, made once per reader
-        (a map's counts are one dict for the memo's life, cleared in place)."""
-        get, part = self._counts[name].get, self._part_of(name, width)
-        return lambda pattern: get(part(pattern), 0)
+    def slices(self, name: str) -> tuple[Callable[[tuple, int], int], Callable[[tuple], tuple]]:
+        """Map ``name``'s counts' ``get`` and the slice of a key or pattern: a reader's count is
+        ``get(part(pattern), 0)`` (a map's counts are one dict for the memo's life, cleared in place)."""
+        return self._counts[name].get, self._part_of(name, self._arity[name])
 
     def count(self, name: str, pattern: tuple) -> int:
         """The count of map ``name``'s non-zero entries at ``pattern`` (bound at every position but the counted

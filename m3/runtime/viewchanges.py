@@ -112,8 +112,8 @@ class StoreReader(Reader):
                  counts: SliceCounts | None = None):
         super().__init__(self._get, store.match, totals)
         self.store, self._folds = store, folds
-        self._counted = counts.counted if counts is not None else {}
-        self._slice_counts = counts
+        self._kept_counts = {name: counts.slices(name) for name in counts.counted} \
+            if counts is not None else {}
         self._counters: dict[tuple[str, int, int], Callable[[tuple], int]] = {}
         self._getters: dict[str, Callable[[tuple], object]] = {}
 
@@ -134,11 +134,13 @@ class StoreReader(Reader):
     def count(self, name: str, pattern: tuple, at: int) -> int:
         """A COUNT fold (``COUNT(DISTINCT x)``): the index serving the slice found once per map and position for
         the reader's life (one batch's rows), then each row's count is one lookup (:func:`slice_counter`); a map
-        kept as counts alone, from them (:mod:`.slicecounts`)."""
+        kept as counts alone, from them (:mod:`.slicecounts`: its counts and the pattern's slice, no call more)."""
+        kept = self._kept_counts.get(name)
+        if kept is not None:
+            return kept[0](kept[1](pattern), 0)
         counter = self._counters.get((name, at, len(pattern)))
         if counter is None:
-            counter = self._counters[(name, at, len(pattern))] = self._slice_counts.counter(name, len(pattern)) \
-                if name in self._counted else slice_counter(self.store, name, len(pattern), at)
+            counter = self._counters[(name, at, len(pattern))] = slice_counter(self.store, name, len(pattern), at)
         return counter(pattern)
 
     def fold(self, name: str, pattern: tuple, at: int) -> tuple:
