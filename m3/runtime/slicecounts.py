@@ -21,8 +21,9 @@ It is derived data, exact at one runtime ``version`` (as
 :class:`.slicefolds.SliceFolds`): :meth:`SliceCounts.advance` applies the
 batch that made ``version`` when the memo is at ``version - 1``, and
 otherwise counts the map whole from its entries now (a batch whose
-changes nobody read, ``restore()``, closed windows removed, a fresh
-runtime: :meth:`clear`).  Unlike the slices' folds it must hold *every*
+changes nobody read; ``restore()``, ``load()`` and closed windows removed
+call :meth:`clear`; a fresh runtime's maps are empty, so its counts are
+exact at version 0).  Unlike the slices' folds it must hold *every*
 slice (there is no mirror to read a missing one from).
 
 >>> counts = SliceCounts({"m": 1})
