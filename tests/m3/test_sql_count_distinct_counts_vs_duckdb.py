@@ -1,8 +1,10 @@
 """``COUNT(DISTINCT x)`` kept as counts of its multiplicity map's slices (``m3/runtime/slicecounts.py``): on
 the native backend a map a general view reads only as a slice's count has no Python mirror kept per batch; its
-counts are adjusted from the C journal's 0 <-> non-zero transitions.  Against DuckDB after every batch of random
-inserts and deletes, both backends (``m3_harness``: the view and its changes), and the mechanism's own
-choices: which maps it counts, and that their mirror is not written per batch.
+counts are adjusted from the C journal's 0 <-> non-zero transitions.  The views against DuckDB after every batch
+of random inserts and deletes, both backends (``m3_harness`` reads ``view()``, which counts a slice again from
+the map: not the counts); each batch's ``changes()``, which the counts make, folded against the native view and
+the Python backend's; and the mechanism's own choices: which maps it counts, and that their mirror is not
+written per batch.
 """
 
 from __future__ import annotations
@@ -91,3 +93,54 @@ def test_slice_changes_are_the_counts_net_changes_in_first_written_order():
     keys, deltas = slice_changes(rt.native_maps(), name, 1)
     assert [(k[0], d) for k, d in zip(keys, deltas)] == [(3, 2), (1, -1)]
     assert sorted(rt.changes()["Q1"]) == [((1,), 0), ((3,), 3)]
+
+
+def _folded(into: dict, changes: list) -> None:
+    """Fold one batch's ``changes()`` of a view into its rows so far (0 or an all-zero tuple: removed)."""
+    for key, value in changes:
+        if value == 0 or (isinstance(value, tuple) and not any(value)):
+            into.pop(key, None)
+        else:
+            into[key] = value
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_changes_folded_are_the_view_and_the_python_backends(shape):
+    """The counts themselves (``slice_changes``, ``SliceCounts.advance``, the readers' ``count``/``before``)
+    run only when ``changes()`` is read: every batch's changes, folded, must be the native view and the
+    Python backend's (which the DuckDB test above checks), with ``changes()`` left unread in some batches so
+    the counts are also taken from the map whole again."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    program = compile_sql(SHAPES[shape])
+    if Runtime(program, backend="native").backend != "native":
+        pytest.skip("no native backend here")
+    event = st.one_of(
+        st.tuples(st.just("R"), st.sampled_from([1, 1, -1]),
+                  st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 3))),
+        st.tuples(st.just("S"), st.sampled_from([1, 1, -1]), st.tuples(st.integers(0, 3), st.integers(0, 2))))
+    batches = st.lists(st.tuples(st.lists(event, max_size=12), st.booleans()), min_size=1, max_size=12)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(batches)
+    def check(steps):
+        native, python = Runtime(program, backend="native"), Runtime(program, backend="python")
+        names = [v.name for v in program.views if not v.internal]
+        folded: dict[str, dict] = {name: {} for name in names}
+        read_before = True
+        for events, read in steps:
+            native.apply_batch(events)
+            python.apply_batch(events)
+            if read:
+                changes = native.changes()
+                for name in names:
+                    if not read_before:  # (a batch left unread: its changes are lost to the fold)
+                        folded[name] = dict(native.view(name))
+                    _folded(folded[name], changes.get(name, []))
+            read_before = read
+            if read:
+                for name in names:
+                    assert folded[name] == dict(python.view(name)), name
+                    assert dict(native.view(name)) == dict(python.view(name)), name
+
+    check()
