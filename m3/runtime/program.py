@@ -76,10 +76,9 @@ class Runtime(Reads):
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
-        self._memos = Memos(program, set(self._forms) - self._rereads, type(self) is not Runtime)  # (.memos)
-        # the maps Python reads per batch (general views, TOTAL memo): the native mirror keeps these current
-        self._kept = set().union(*map(self.view_reads, self._forms), *(
-            {p.total.ref.name} | {ref.name for ref in p.reads} for p in self._memos.totals.plans.values()))
+        self._memos = Memos(program, set(self._forms) - self._rereads, type(self) is not Runtime, self._forms,
+                            frozenset(self._rereads))  # (.memos)
+        self._kept = self._memos.kept(set().union(*map(self.view_reads, self._forms)))  # the mirror's, per batch
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
@@ -248,7 +247,8 @@ class Runtime(Reads):
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
         names = {m for v in self.program.views for m in v.maps}
-        journals = self.journals_kept(mirror.last_changes(self._store, self._native, names, self._kept))
+        journals = self.journals_kept(mirror.last_changes(self._store, self._native, names, self._kept,
+                                                          self._memos.counts, self._version))
         return self._view_changes(journals, self._version,
                                   lambda v: mirror.plain_changes(self._store, self._native, v, journals))
 
@@ -276,7 +276,7 @@ class Runtime(Reads):
         """The view rows the batch that made ``version`` changed (:func:`.viewchanges.view_changes`)."""
         memos = self._memos
         return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, memos.totals,
-                            journals, version, plain, memos.rows, memos.folds)
+                            journals, version, plain, memos.rows, memos.folds, memos.counts)
 
     def _reader(self) -> Reader:
         """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""

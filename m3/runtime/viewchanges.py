@@ -32,6 +32,7 @@ from .entryviews import entry_changes, entry_map, row_key
 from .evaluate import Reader
 from .maps import MapStore
 from .rowmemo import RowMemo
+from .slicecounts import SliceCounts
 from .slicefolds import SliceFolds
 from .views import ViewForm, candidate_rows, same
 
@@ -73,23 +74,28 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
 
 def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
                  journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None,
-                 folds: SliceFolds | None = None) -> dict[str, list]:
+                 folds: SliceFolds | None = None, counts: SliceCounts | None = None) -> dict[str, list]:
     """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
     (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
     views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first; ``rows_memo``:
     the general views' rows after the previous batch (:mod:`.rowmemo`), advanced to ``version``; ``folds``: the
-    slices' folds (:mod:`.slicefolds`), advanced to ``version`` and read by the rows' evaluation after it."""
+    slices' folds (:mod:`.slicefolds`), advanced to ``version`` and read by the rows' evaluation after it;
+    ``counts``: the counts of the maps read only as counts (:mod:`.slicecounts`), read where exact at ``version``
+    (a native runtime's: it keeps no mirror of those maps)."""
     memo.advance(journals, store, version)
     if folds is not None:
         folds.advance(journals, store, version)
-    now = current_reader(store, memo.at(version), folds if folds is not None and folds.exact(version) else None)
+    counted = counts if counts is not None and counts.exact(version) else None
+    now = current_reader(store, memo.at(version), folds if folds is not None and folds.exact(version) else None,
+                         counted)
     if rows_memo is not None:
         rows_memo.start(version)
     changes: dict[str, list] = {}
     for v in views:
         form = forms.get(v.name)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
-                                                             memo.previous if memo.plans else None, rows_memo)
+                                                             memo.previous if memo.plans else None, rows_memo,
+                                                             counted)
         if rows:
             shown = nulls.get(v.name)
             changes[v.name] = shown.rows(rows) if shown else rows
@@ -102,9 +108,12 @@ class StoreReader(Reader):
     """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`; ``folds``: the
     memo of slices' folds, exact at the maps' version, :mod:`.slicefolds`)."""
 
-    def __init__(self, store: MapStore, totals=None, folds: SliceFolds | None = None):
+    def __init__(self, store: MapStore, totals=None, folds: SliceFolds | None = None,
+                 counts: SliceCounts | None = None):
         super().__init__(self._get, store.match, totals)
         self.store, self._folds = store, folds
+        self._kept_counts = {name: counts.slices(name) for name in counts.counted} \
+            if counts is not None else {}
         self._counters: dict[tuple[str, int, int], Callable[[tuple], int]] = {}
         self._getters: dict[str, Callable[[tuple], object]] = {}
 
@@ -124,7 +133,11 @@ class StoreReader(Reader):
 
     def count(self, name: str, pattern: tuple, at: int) -> int:
         """A COUNT fold (``COUNT(DISTINCT x)``): the index serving the slice found once per map and position for
-        the reader's life (one batch's rows), then each row's count is one lookup (:func:`slice_counter`)."""
+        the reader's life (one batch's rows), then each row's count is one lookup (:func:`slice_counter`); a map
+        kept as counts alone, from them (:mod:`.slicecounts`: its counts and the pattern's slice, no call more)."""
+        kept = self._kept_counts.get(name)
+        if kept is not None:
+            return kept[0](kept[1](pattern), 0)
         counter = self._counters.get((name, at, len(pattern)))
         if counter is None:
             counter = self._counters[(name, at, len(pattern))] = slice_counter(self.store, name, len(pattern), at)
@@ -210,21 +223,23 @@ def _but(arity: int, at: int) -> tuple[int, ...]:
 _EMPTY: dict = {}
 
 
-def current_reader(store: MapStore, totals=None, folds: SliceFolds | None = None) -> Reader:
+def current_reader(store: MapStore, totals=None, folds: SliceFolds | None = None,
+                   counts: SliceCounts | None = None) -> Reader:
     """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`; ``folds``: of the
-    slices' folds, :mod:`.slicefolds`)."""
-    return StoreReader(store, totals, folds)
+    slices' folds, :mod:`.slicefolds`; ``counts``: of the maps kept as counts alone, :mod:`.slicecounts`)."""
+    return StoreReader(store, totals, folds, counts)
 
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
-                    rereads: bool = False, old_totals=None, rows_memo: RowMemo | None = None
-                    ) -> list[tuple[tuple, object]]:
+                    rereads: bool = False, old_totals=None, rows_memo: RowMemo | None = None,
+                    counts: SliceCounts | None = None) -> list[tuple[tuple, object]]:
     """The rows of a general view whose presence or value the batch changed, each with its value now.
 
     ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
     before and after is evaluated.  ``old_totals``: the hook of a memo of TOTALs read before the batch
     (:meth:`.totals.TotalMemo.previous`).  ``rows_memo``: the rows after the previous batch
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
+    ``counts``: the maps kept as counts alone (:mod:`.slicecounts`), exact now.
     """
     entry = None if rereads else entry_map(form)
     if entry is not None:
@@ -240,7 +255,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         return []
     before = None  # the maps before the batch: made only for a row the row memo cannot answer for
     if rereads:
-        before = old_reader(form, journals, store, old_totals)
+        before = old_reader(form, journals, store, old_totals, counts)
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
     zero, evaluate, key_of = form.zero, form.evaluate, row_key(form.out)
@@ -254,7 +269,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
             was_in, was = False, zero
         else:
             if before is None:
-                before = old_reader(form, journals, store, old_totals)
+                before = old_reader(form, journals, store, old_totals, counts)
             was_in, was = evaluate(row, before)
         now_in, new = evaluate(row, now)
         if held is not None:
@@ -267,17 +282,20 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     return out
 
 
-def old_reader(form: ViewForm, journals: dict[str, list], store: MapStore, old_totals=None) -> OldReader:
-    """The maps a general view reads as they were before the batch (each changed map's first old values)."""
+def old_reader(form: ViewForm, journals: dict[str, list], store: MapStore, old_totals=None,
+               counts: SliceCounts | None = None) -> OldReader:
+    """The maps a general view reads as they were before the batch (each changed map's first old values;
+    ``counts``: the maps kept as counts alone, exact now, which know their counts before the batch)."""
     old = {ref.map: first_values(journals[ref.map]) for ref in form.refs if journals[ref.map]}
-    return OldReader(store, old, old_totals)
+    return OldReader(store, old, old_totals, counts)
 
 
 class OldReader(Reader):
     """The maps as they were before the batch: the current store with the journals' first old values over it."""
 
-    def __init__(self, store: MapStore, old: dict[str, dict], totals=None):
+    def __init__(self, store: MapStore, old: dict[str, dict], totals=None, counts: SliceCounts | None = None):
         self.store, self.old, self.totals = store, old, totals
+        self._counts = counts
         self._slices: dict[tuple[str, tuple[int, ...]], dict] = {}
 
     def get(self, name: str, key: tuple):
@@ -319,7 +337,9 @@ class OldReader(Reader):
 
     def count(self, name: str, pattern: tuple, at: int) -> int:
         """The slice's count before the batch: the count now, less the entries the batch created in the slice,
-        plus those it removed."""
+        plus those it removed (a map kept as counts alone: its count less the batch's change of it)."""
+        if self._counts is not None and name in self._counts.counted:
+            return self._counts.before(name, pattern)
         n = slice_count(self.store, name, pattern, at)
         over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
         if over:

@@ -51,6 +51,7 @@ def row_value(row, reader):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -274,3 +275,29 @@ def compile_row(form: Any, present: Callable[[Any, tuple, Reader], bool]) -> Row
                                 "items": items, "divide": divide, "value": value, "holds": holds, **consts}
     exec(compile(src, f"<view {form.name}>", "exec"), scope)  # noqa: S102 - our own generated source
     return scope["row_value"]  # type: ignore[return-value]
+
+
+def count_reads(form: Any) -> dict[str, int]:
+    """The maps a view's compiled ``row_value`` reads only as a ``COUNT`` of a slice's values (a ``COUNT
+    DISTINCT``'s multiplicity map), each with the one position its reads leave unbound: what a native runtime
+    may keep as counts alone, with no Python mirror (:mod:`.slicecounts`).  None where any node is left to the
+    interpreter or the rows come from an aggregate (those read maps through the reader by other means).
+
+    >>> from ..syntax import parse_program
+    >>> from .views import view_form
+    >>> p = parse_program('''DECLARE MAP n[A: INT] : INT; DECLARE MAP d[A: INT, B: INT] : INT;
+    ... DECLARE MAP e[A: INT, B: INT] : INT;
+    ... DECLARE VIEW v[a := A](n := n[A], d := COUNT(B : d[A, B]), e := MAX(B : e[A, B]));''')
+    >>> count_reads(view_form(p, p.views[0]))
+    {'d': 1}
+    """
+    src, _ = row_source(form)
+    if form.source is not None or "env = dict(" in src:
+        return {}
+    found: dict[str, int] = {}
+    for ref in form.refs:
+        name = repr(ref.map)
+        ats = set(re.findall(r"count\(" + re.escape(name) + r", \([^()]*\), (\d+)\)", src))
+        if len(ats) == 1 and src.count(name) == len(re.findall(r"count\(" + re.escape(name) + ", ", src)):
+            found[ref.map] = int(ats.pop())
+    return found

@@ -25,7 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from ..maps import MapStore
+from ..slicecounts import SliceCounts
 from .codes import packed
+from .slicechanges import slice_changes
 
 
 def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
@@ -105,7 +107,8 @@ def _sync_map(store: MapStore, native, name: str, full: bool = False) -> None:
                        replace=True)
 
 
-def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str]) -> dict[str, list]:
+def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str],
+                 counts: SliceCounts | None = None, version: int = 0) -> dict[str, list]:
     """The last batch's journals of maps ``names`` (one record per key it wrote: stored key, value before the
     batch), and the mirror of every map of ``kept`` (the maps Python-side code reads per batch:
     a general view's, a TOTAL memo's) brought up to date; the other maps keep lagging until :func:`sync`.
@@ -113,10 +116,22 @@ def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[s
     A kept map whose pending keys are the batch's alone (its mirror was current before it) is set from the
     batch's changes, the values read from C with the keys, in bulk (:meth:`.MapStore.add_many`); one that
     lagged more catches up from its pending keys.  Either way its pending list is dropped.
+
+    ``counts``: the maps read only as counts of their slices (:mod:`..slicecounts`), advanced to ``version``
+    (the batch's) by the changes of their slices' counts (:func:`.slicechanges.slice_changes`); such a map's
+    journal names one key of each slice whose count changed (its value there 0: no reader reads it).
     """
     journals: dict[str, list] = {name: [] for name in store.data}
     kept = set(kept)
-    for name in set(names) | kept:
+    counted = counts.counted if counts is not None else {}
+    moved: dict[str, tuple] = {}
+    for name, at in counted.items():  # a counted map's journal: one key per slice whose count changed
+        keys, deltas = moved[name] = slice_changes(native, name, at)
+        stored = [k[0] for k in keys] if store.arity[name] == 1 else keys
+        journals[name] = [x for k in stored for x in (k, 0)]
+    if counted:
+        counts.advance(moved, version, native.dump)
+    for name in (set(names) | kept) - set(counted):
         one_batch = name in kept and native.lags_one_batch(name)
         keys, olds, news = native.changed_entries(name)
         stored = [k[0] for k in keys] if store.arity[name] == 1 else keys
