@@ -89,8 +89,8 @@ from boreas.catalog.model import FieldType, Schema
 from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, compile_expression, kind_of
 from boreas.wire.columns import ARROW_TYPES, Columns
 
-from . import arrow_logic, arrow_math, arrow_ops
-from .arrow_nodes import ARROW_ERRORS, Eval, Fallback, Node, Run, Unsupported, as_int64, constant
+from . import arrow_logic, arrow_math, arrow_mixed, arrow_ops, arrow_text
+from .arrow_nodes import ARROW_ERRORS, NUM, Eval, Fallback, Node, Run, Unsupported, as_int64, constant
 
 __all__ = ["Fallback", "Translator", "Unsupported"]
 
@@ -265,7 +265,7 @@ class Translator:
             # Python's chained low <= a <= high skips the second comparison where the first is false
             return Node(BOOL, lambda ev: pc.and_(low.run(ev), ev.guarded(high.run)))
         if t is exp.Like:
-            return arrow_ops.like(self._node(tree.this), tree.expression, three)
+            return arrow_text.like(self._node(tree.this), self._node(tree.expression), three)
         raise Unsupported(f"{tree.sql()!r} ({t.__name__}) has no columnar translation")
 
     def position(self, tree: exp.Expression) -> int:
@@ -362,6 +362,8 @@ def _coerced(node: Node, target: str) -> Node:
         raise Unsupported(f"a value whose kind depends on the row, in a {target} field")
     if node.kind == target:
         return node
+    if node.kind == NUM:  # an int on some rows, a double on others (min(i, d), coalesce(i, d))
+        return arrow_mixed.coerced(node, target)
     if target == INT and node.kind == BOOL:
         return Node(INT, lambda ev: node.run(ev).cast(pa.int64()), node.nullable)
     if target == INT and node.kind == FLOAT:  # int(x) truncates; int(inf) raises
