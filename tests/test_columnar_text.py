@@ -83,7 +83,7 @@ def built(kind: str, expression: str):
 
 
 @pytest.mark.parametrize("predicate", PREDICATES)
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=batches())
 def test_filter_on_columns_is_the_row_path(columns, predicate):
     op = built("filter", predicate)
@@ -92,7 +92,7 @@ def test_filter_on_columns_is_the_row_path(columns, predicate):
 
 
 @pytest.mark.parametrize("expression", VALUES)
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=batches())
 def test_map_on_columns_is_the_row_path(columns, expression):
     op = built("map", expression)
@@ -152,7 +152,7 @@ def test_patterns_past_the_batchs_most_frequent_are_left_to_the_row_code(rows_re
     assert out.rows() == op.process(0, columns.rows(), 0.0)[0][1]
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), DOUBLES,
                           st.integers(0, 2**64 - 1).map(lambda b: struct.unpack("<d", struct.pack("<Q", b))[0])),
                 max_size=30))

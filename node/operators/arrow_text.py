@@ -25,8 +25,10 @@ re-lays it out on columns:
 
 LIKE is the row code's anchored regex (``%`` any run, ``_`` one character,
 every other character itself: there is no escape character, ``\\`` is a
-backslash), given to RE2 with each character that is not a letter or digit
-written as ``\\x{..}``, so no pattern means more to RE2 than to Python.  A
+backslash): Arrow's ``match_like`` is the same where the pattern has no
+backslash (Arrow reads one as an escape); a pattern with one is given to
+RE2 as the row code's regex, each character that is not a letter or digit
+written as ``\\x{..}``, so it means no more to RE2 than to Python.  A
 pattern read from a column is matched one distinct pattern at a time (the
 :data:`PATTERNS` most frequent of the batch); rows with any other pattern
 are flagged for the row code.
@@ -42,6 +44,8 @@ are flagged for the row code.
 from __future__ import annotations
 
 from functools import lru_cache
+
+import numpy as np
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,17 +79,43 @@ def _relaid(text: pa.Array, rows: pa.Array, patterns: list[tuple[str, str]]) -> 
 
 
 def double_text(value: pa.Array, ev: Eval) -> pa.Array:
-    """Python's ``repr`` of each double of ``value`` (float64); rows not laid out exactly are flagged."""
+    """Python's ``repr`` of each double of ``value`` (float64); rows not laid out exactly are flagged.
+
+    Most doubles Arrow writes fixed where Python does: the rest of a number (``123.25``) as Arrow's, a whole
+    one (``500``, ``-0``) with ``.0`` added (below 1e16 both are the integer's own digits).  Only the other
+    rows (an exponent in either layout) go through :func:`_relaid_text`."""
     text = pc.cast(value, pa.string())
     size = pc.abs(value)
+    fixed = pc.invert(pc.match_substring(text, "e"))  # (nan and inf too: Arrow writes them as Python does)
+    whole = pc.and_(pc.equal(value, pc.floor(value)), pc.less(size, _BIG))  # (false for nan, inf)
+    python_fixed = pc.and_(pc.greater_equal(size, _SMALL), pc.less(size, _BIG))
+    plain = _masked(pc.and_(fixed, pc.or_(whole, python_fixed)))
     finite = _masked(pc.is_finite(value))
-    whole = _masked(pc.and_(finite, pc.and_(pc.equal(value, pc.floor(value)), pc.less(size, _BIG))))
-    exp_form = _masked(pc.match_substring(text, "e"))
-    python_fixed = _masked(pc.and_(pc.greater_equal(size, _SMALL), pc.less(size, _BIG)))
-    python_exp = pc.and_not(pc.and_not(finite, python_fixed), whole)  # (zero is whole)
-    # whole: the integer's digits and ".0"
+    special = pc.and_not(finite, plain)
+    padded = _masked(pc.and_(fixed, whole))
+    if padded.true_count:
+        text = pc.if_else(padded, pc.binary_join_element_wise(text, ".0", ""), text)
+    if not special.true_count:
+        return text
+    part, wrong = _relaid_text(value.filter(special), text.filter(special))
+    if wrong.true_count:
+        ev.flag(pc.replace_with_mask(pa.repeat(pa.scalar(False), len(value)), special, wrong))
+    return pc.replace_with_mask(text, special, part)
+
+
+def _relaid_text(value: pa.Array, text: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Python's layout of finite doubles ``value`` that Arrow wrote as ``text``, and the rows it cannot give."""
+    size = pc.abs(value)
+    whole = pc.and_(pc.equal(value, pc.floor(value)), pc.less(size, _BIG))
+    exp_form = pc.match_substring(text, "e")
+    python_fixed = pc.and_(pc.greater_equal(size, _SMALL), pc.less(size, _BIG))
+    python_exp = pc.and_not(pc.invert(python_fixed), whole)  # (zero is whole)
+    # whole: the integer's digits and ".0"; -0.0 keeps its sign
     ints = pc.cast(pc.if_else(whole, value, 0.0), pa.int64()).cast(pa.string())
     out = pc.if_else(whole, pc.binary_join_element_wise(ints, ".0", ""), text)
+    out = pc.if_else(pc.and_(whole, pc.starts_with(text, "-0")), _SIGNED_ZERO_TEXT, out)
+    if whole.true_count == len(value):  # (each regex below is compiled per call: only where needed)
+        return out, pa.repeat(pa.scalar(False), len(value))
     # fixed in Python, an exponent in Arrow: the point moved right by the exponent
     moved = pc.and_(pc.and_not(python_fixed, whole), exp_form)
     if moved.true_count:
@@ -97,12 +127,10 @@ def double_text(value: pa.Array, ev: Eval) -> pa.Array:
     out = _relaid(out, pc.and_not(python_exp, exp_form), [
         (rf"^(-?)0\.0{{{k}}}([1-9])(\d*)$", rf"\1\2.\3e-{k + 1:02d}") for k in range(4, 9)] + [(r"\.e", "e")])
     # what no shape above gave: the row code writes it
-    fixed_shape = _masked(pc.match_substring_regex(out, _FIXED_SHAPE))
-    exp_shape = _masked(pc.match_substring_regex(out, _EXP_SHAPE))
+    fixed_shape = pc.match_substring_regex(out, _FIXED_SHAPE)
+    exp_shape = pc.match_substring_regex(out, _EXP_SHAPE)
     wrong = pc.or_(pc.and_not(python_fixed, fixed_shape), pc.and_not(python_exp, exp_shape))
-    ev.flag(pc.and_not(wrong, whole))
-    return pc.if_else(pc.and_(whole, _masked(pc.equal(out, "0.0"))),
-                      pc.if_else(_masked(pc.starts_with(text, "-")), _SIGNED_ZERO_TEXT, out), out)
+    return out, pc.and_not(wrong, whole)
 
 
 def _python_text(kind: str, value: object, is_int: bool) -> str | None:
@@ -175,33 +203,41 @@ def like_regex(pattern: str) -> str:
         for ch in pattern) + "\\z"
 
 
+def matched(values: Value, pattern: str) -> Value:
+    """``values like pattern``: Arrow's ``match_like`` where it is the row code's (no backslash: Arrow reads
+    one as an escape, the row code as itself), else the row code's regex for RE2."""
+    if "\\" in pattern:
+        return pc.match_substring_regex(values, like_regex(pattern))
+    return pc.match_like(values, pattern)
+
+
 def like(a: Node, pattern: Node, three: bool = False) -> Node:
-    """``a like pattern`` of strings: a constant pattern is one regex; a pattern that is a column is matched
-    per distinct pattern of the batch (its :data:`PATTERNS` most frequent; other rows flagged)."""
+    """``a like pattern`` of strings: a constant pattern matched once; a pattern that is a column matched per
+    distinct pattern of the batch (its :data:`PATTERNS` most frequent; rows with another one flagged)."""
     if a.kind != STR or pattern.kind != STR or a.truth_only or pattern.truth_only:
         raise Unsupported("LIKE of a non-string, or with a pattern that is not one")
     text = _operand(a, three)
     if pattern.constant and pattern.run(Eval(None)).is_valid:
-        regex = like_regex(pattern.run(Eval(None)).as_py())
-        return Node(BOOL, lambda ev: pc.match_substring_regex(text(ev), regex), nullable=three)
+        fixed = pattern.run(Eval(None)).as_py()
+        return Node(BOOL, lambda ev: matched(text(ev), fixed), nullable=three)
     patterns = _operand(pattern, three)
 
     def run(ev: Eval) -> Value:
         values, wanted = text(ev), patterns(ev)
         if isinstance(wanted, pa.Scalar):
-            return pc.match_substring_regex(values, like_regex(wanted.as_py())) if wanted.is_valid else (
-                pa.scalar(None, pa.bool_()))
+            return matched(values, wanted.as_py()) if wanted.is_valid else pa.scalar(None, pa.bool_())
         if isinstance(values, pa.Scalar):
             values = pa.repeat(values, len(wanted))
-        counts = pc.value_counts(wanted)
-        ranked = sorted(zip(counts.field("counts").to_pylist(), counts.field("values").to_pylist()),
-                        key=lambda c: -c[0])
-        common = [p for _, p in ranked if p is not None][:PATTERNS]
+        codes = wanted.dictionary_encode()  # the distinct patterns once; rows compared by their int code
+        indices, distinct = codes.indices, codes.dictionary.to_pylist()
+        counts = np.bincount(indices.fill_null(len(distinct)).to_numpy(zero_copy_only=False),
+                             minlength=len(distinct) + 1)[:len(distinct)]
+        common = sorted(range(len(distinct)), key=lambda k: -counts[k])[:PATTERNS]
         out = pa.nulls(len(wanted), pa.bool_())
-        for p in common:
-            out = pc.if_else(_masked(pc.equal(wanted, p)), pc.match_substring_regex(values, like_regex(p)), out)
-        if len(common) < len(ranked) - (None in [p for _, p in ranked]):
-            others = pc.and_not(pc.is_valid(wanted), pc.is_in(wanted, value_set=pa.array(common, pa.string())))
+        for k in common:
+            out = pc.if_else(_masked(pc.equal(indices, k)), matched(values, distinct[k]), out)
+        if len(common) < len(distinct):
+            others = _masked(pc.invert(pc.is_in(indices, value_set=pa.array(common, indices.type))))
             ev.flag(others)
             out = pc.if_else(others, False, out)
         return out
