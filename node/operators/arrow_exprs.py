@@ -45,7 +45,7 @@ Kinds
     what a row value of it is in Python).  Ints are widened to int64 and
     floats to float64 before arithmetic, as Python computes in int and
     double; an expression whose row value could be of either kind
-    (``min(int_field, double_field)``) is :class:`Unsupported`.
+    (``min(int_field, double_field)``) is kind 'num' (:mod:`.arrow_mixed`).
 
 Where things are
     This module is the entry: :class:`Translator` walks a box's tree once,

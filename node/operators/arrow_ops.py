@@ -22,9 +22,10 @@ exactness arguments are per operation, so they are written next to it:
 * ``three``: the operation reads a ``nullable`` field, and the row code
   gives it SQL's three-valued logic (:mod:`boreas.node.null_logic`): NULL
   in, NULL out, without failing -- pyarrow's null propagation;
-* min/max keep Python's first-wins order; floor/ceil/round and casts to int
-  flag inf, nan and values beyond int64; strings print alike only for text
-  and ints; LIKE is the row path's anchored regex.
+* min/max keep Python's first-wins order (of ints and doubles mixed:
+  :mod:`.arrow_mixed`); floor/ceil/round and casts to int flag inf, nan and
+  values beyond int64; text of a value as Python's ``str()`` writes it, and
+  LIKE: :mod:`.arrow_text`.
 
 >>> import pyarrow as pa
 >>> from boreas.node.operators.arrow_nodes import Eval, Node
@@ -103,7 +104,8 @@ def _pair(a: Node, b: Node, x: Run, y: Run) -> Callable[[Eval], tuple[Value, Val
 
     def run(ev: Eval) -> tuple[Value, Value]:
         u, v = x(ev), y(ev)
-        return (arrow_mixed.exact_double(u, ev) if a.kind == INT else u), (arrow_mixed.exact_double(v, ev) if b.kind == INT else v)
+        exact = arrow_mixed.exact_double
+        return (exact(u, ev) if a.kind == INT else u), (exact(v, ev) if b.kind == INT else v)
     return run
 
 
