@@ -64,13 +64,15 @@ PREDICATES = [
     "coalesce(n, d) > 1.0", "coalesce(n, z) is null", "coalesce(z, l) = l", "min(i, d) between 0 and 10",
     "min(l, d)", "concat(s, d) like '%1%'", "cast(d as varchar) like '%e%'", "cast(d as varchar) = '-0.0'",
     "cast(min(l, d) as varchar) like '%.0'", "s like p", "not (s like p)", "s like q", "s like concat(p, '%')",
-    "concat(s, l, d) like p", "max(i, d) in (0, 1)",
+    "concat(s, l, d) like p", "max(i, d) in (0, 1)", "concat(q) is null", "max(d, i) in (d, 7)", "d in (d, 1.0)",
+    "z in (z, 2.0)",
 ]
 VALUES = [
     "min(l, d)", "max(i, d)", "greatest(d, l, i)", "coalesce(n, z)", "coalesce(n, 2.5)", "coalesce(z, l, 0)",
     "cast(d as varchar)", "concat(s, d)", "concat(cast(min(l, d) as varchar), '|', coalesce(n, z))",
     "cast(max(l, d) as int)", "cast(min(i, d) as varchar)", "cast(coalesce(n, z) as varchar)",
     "concat(i, d > 0.0)", "cast(d > 0.0 as varchar)", "s like p", "s like q", "cast(min(i, d) as double)",
+    "coalesce(concat(q), 'x')",
 ]
 
 

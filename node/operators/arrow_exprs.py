@@ -255,6 +255,8 @@ class Translator:
             a = self._node(tree.this)
             tests = [arrow_ops.equality(a, self._node(e), False, three) for e in tree.expressions]
             any_of = pc.or_kleene if three else pc.or_
+            if a.kind in (FLOAT, NUM) and not three:  # Python's ``in`` tests identity first: a NaN is in a tuple
+                return arrow_ops.nan_flagged(a, Node(BOOL, lambda ev: _any_of([t.run(ev) for t in tests], any_of)))
             return Node(BOOL, lambda ev: _any_of([test.run(ev) for test in tests], any_of), nullable=three)
         if t is exp.Between:
             a = self._node(tree.this)

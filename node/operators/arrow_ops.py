@@ -343,3 +343,15 @@ def cast(a: Node, target: Any) -> Node:
 def concat(parts: list[Node]) -> Node:
     """``concat(...)``: each part as the row code's ``str()`` writes it (:mod:`.arrow_text`)."""
     return arrow_text.concat(parts)
+
+
+def nan_flagged(a: Node, test: Node) -> Node:
+    """``test`` of a double (or mixed) ``a``, its rows where ``a`` is NaN flagged: Python's ``a in (...)``
+    tests identity before equality, so a NaN found as the same object (``d in (d, 1.0)``, ``max(d, i) in (d,)``)
+    is in the tuple, which no comparison of values says."""
+    def run(ev: Eval) -> Value:
+        nan = pc.is_nan(a.run(ev))
+        if pc.any(nan).as_py() if isinstance(nan, pa.Array) else nan.as_py():
+            ev.flag(nan)
+        return test.run(ev)
+    return Node(BOOL, run)

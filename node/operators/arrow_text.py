@@ -174,12 +174,15 @@ def cast_text(a: Node) -> Node:
 
 
 def concat(parts: list[Node]) -> Node:
-    """``concat(...)``: each part's text joined (a None in any part fails the expression)."""
+    """``concat(...)``: each part's text joined (a None in any part fails the expression, but in a lone string
+    part, which the row code passes on as it is)."""
     if not parts:
         empty = pa.scalar("", pa.string())
         return Node(STR, lambda ev: empty)
     for p in parts:
         _printable(p)
+    if len(parts) == 1 and parts[0].kind == STR:  # the row code's one string part is the field itself: None passes
+        return parts[0]
 
     def run(ev: Eval) -> Value:
         texts = [text_of(p, ev, strict(p, ev)) for p in parts]
