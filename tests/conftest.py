@@ -122,6 +122,7 @@ IN_PROCESS = (
     "test_replace_prune.py",                 # submit --replace removing what the file leaves out, in process
     "test_columnar_operators.py",            # filter, map and union fed Arrow columns by hand
     "test_columnar_exprs.py",                # ... their expressions over nullable fields, math, flagged rows
+    "test_columnar_text.py",                 # ... min/max/coalesce of ints and doubles, doubles as text, LIKE of a column
     "test_aggregate_columns.py",             # the aggregate fed Arrow columns by hand, against its row path
     "test_aggregate_columns_edges.py",       # the aggregate on columns where numpy and Python part, against rows
     "test_aggregate_tuples.py",              # windows by TUPLES on columns, against the row path

@@ -45,7 +45,7 @@ Kinds
     what a row value of it is in Python).  Ints are widened to int64 and
     floats to float64 before arithmetic, as Python computes in int and
     double; an expression whose row value could be of either kind
-    (``min(int_field, double_field)``) is :class:`Unsupported`.
+    (``min(int_field, double_field)``) is kind 'num' (:mod:`.arrow_mixed`).
 
 Where things are
     This module is the entry: :class:`Translator` walks a box's tree once,
@@ -89,8 +89,8 @@ from boreas.catalog.model import FieldType, Schema
 from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, compile_expression, kind_of
 from boreas.wire.columns import ARROW_TYPES, Columns
 
-from . import arrow_logic, arrow_math, arrow_ops
-from .arrow_nodes import ARROW_ERRORS, Eval, Fallback, Node, Run, Unsupported, as_int64, constant
+from . import arrow_logic, arrow_math, arrow_mixed, arrow_ops, arrow_text
+from .arrow_nodes import ARROW_ERRORS, NUM, Eval, Fallback, Node, Run, Unsupported, as_int64, constant
 
 __all__ = ["Fallback", "Translator", "Unsupported"]
 
@@ -255,6 +255,8 @@ class Translator:
             a = self._node(tree.this)
             tests = [arrow_ops.equality(a, self._node(e), False, three) for e in tree.expressions]
             any_of = pc.or_kleene if three else pc.or_
+            if a.kind in (FLOAT, NUM) and not three:  # Python's ``in`` tests identity first: a NaN is in a tuple
+                return arrow_ops.nan_flagged(a, Node(BOOL, lambda ev: _any_of([t.run(ev) for t in tests], any_of)))
             return Node(BOOL, lambda ev: _any_of([test.run(ev) for test in tests], any_of), nullable=three)
         if t is exp.Between:
             a = self._node(tree.this)
@@ -265,7 +267,7 @@ class Translator:
             # Python's chained low <= a <= high skips the second comparison where the first is false
             return Node(BOOL, lambda ev: pc.and_(low.run(ev), ev.guarded(high.run)))
         if t is exp.Like:
-            return arrow_ops.like(self._node(tree.this), tree.expression, three)
+            return arrow_text.like(self._node(tree.this), self._node(tree.expression), three)
         raise Unsupported(f"{tree.sql()!r} ({t.__name__}) has no columnar translation")
 
     def position(self, tree: exp.Expression) -> int:
@@ -362,6 +364,8 @@ def _coerced(node: Node, target: str) -> Node:
         raise Unsupported(f"a value whose kind depends on the row, in a {target} field")
     if node.kind == target:
         return node
+    if node.kind == NUM:  # an int on some rows, a double on others (min(i, d), coalesce(i, d))
+        return arrow_mixed.coerced(node, target)
     if target == INT and node.kind == BOOL:
         return Node(INT, lambda ev: node.run(ev).cast(pa.int64()), node.nullable)
     if target == INT and node.kind == FLOAT:  # int(x) truncates; int(inf) raises

@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from boreas.node.compile import BOOL, FLOAT, INT, STR
 
-from .arrow_nodes import Eval, Node, Run, Unsupported, Value
+from . import arrow_mixed
+from .arrow_nodes import NUM, Eval, Node, Run, Unsupported, Value
 from .arrow_ops import wide
 
 
@@ -41,7 +42,7 @@ def truth3(node: Node) -> Run:
         return node.run
     if node.kind == STR:
         return lambda ev: pc.greater(pc.utf8_length(node.run(ev)), 0)
-    if node.kind in (INT, FLOAT):
+    if node.kind in (INT, FLOAT, NUM):  # (a mixed value's double is zero where its int is)
         return lambda ev: pc.not_equal(node.run(ev), 0)
     raise Unsupported(f"the truth of a {node.kind}")
 
@@ -82,7 +83,7 @@ def _logic(a: Node, b: Node, three: bool, conjunction: bool) -> Node:
         fn = pc.and_ if conjunction else pc.or_
         return Node(BOOL, lambda ev: fn(a.run(ev), ev.guarded(b.run)))
     tx, ty = truth(a), truth(b)
-    if a.kind != b.kind or a.truth_only or b.truth_only:  # the value is one operand or the other: its truth
+    if a.kind != b.kind or a.truth_only or b.truth_only or a.kind == NUM:  # one operand or the other: its truth
         fn = pc.and_ if conjunction else pc.or_
         return Node(BOOL, lambda ev: fn(tx(ev), ev.guarded(ty)), truth_only=True)
 
@@ -123,6 +124,8 @@ def coalesce(args: list[Node]) -> Node:
     ``_coalesce(*values)`` does); the arguments of one kind (a null literal is skipped)."""
     values = [a for a in args if a.kind != "null"]
     kinds = {a.kind for a in values}
+    if len(kinds) > 1 and kinds <= {INT, FLOAT, NUM} or kinds == {NUM}:  # ints and doubles: arrow_mixed
+        return arrow_mixed.coalesce(values)
     if len(kinds) != 1 or any(a.truth_only for a in values):
         raise Unsupported("coalesce of mixed kinds (the row value's type depends on the row)")
     kind = kinds.pop()

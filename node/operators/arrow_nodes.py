@@ -46,6 +46,9 @@ Value = Union[pa.Array, pa.Scalar]
 #: What pyarrow raises when a kernel refuses (an unsafe implicit cast, ...): the batch goes the row path.
 ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
+#: The kind of a value that is a Python int on some rows and a float on others (:mod:`.arrow_mixed`).
+NUM = "num"
+
 _INT64_LOW, _INT64_END = pa.scalar(-(2.0**63)), pa.scalar(2.0**63)
 
 
@@ -145,7 +148,10 @@ class Node:
     nullable operands (:func:`strict`).  ``truth_only``: only the Python
     truth of its values is exact (``i and d`` of an int and a double, whose
     row value is one or the other): a predicate, ``and``, ``or`` and ``not``
-    take it, nothing else.
+    take it, nothing else.  Kind :data:`NUM` (``min(i, d)``, ``coalesce(i,
+    d)``): the row value is an int on some rows and a double on others; ``run``
+    gives it as a double and ``ints`` says which rows hold an int
+    (:mod:`.arrow_mixed`).
     """
 
     kind: str
@@ -153,6 +159,7 @@ class Node:
     nullable: bool = False
     constant: bool = False  # reads no field: evaluated once, when the box is built
     truth_only: bool = False
+    ints: Run | None = None  # kind NUM: ``ev ->`` the rows whose Python value is an int (:mod:`.arrow_mixed`)
 
 
 def constant(kind: str, value: Value) -> Node:

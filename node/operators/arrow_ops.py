@@ -22,9 +22,10 @@ exactness arguments are per operation, so they are written next to it:
 * ``three``: the operation reads a ``nullable`` field, and the row code
   gives it SQL's three-valued logic (:mod:`boreas.node.null_logic`): NULL
   in, NULL out, without failing -- pyarrow's null propagation;
-* min/max keep Python's first-wins order; floor/ceil/round and casts to int
-  flag inf, nan and values beyond int64; strings print alike only for text
-  and ints; LIKE is the row path's anchored regex.
+* min/max keep Python's first-wins order (of ints and doubles mixed:
+  :mod:`.arrow_mixed`); floor/ceil/round and casts to int flag inf, nan and
+  values beyond int64; text of a value as Python's ``str()`` writes it, and
+  LIKE: :mod:`.arrow_text`.
 
 >>> import pyarrow as pa
 >>> from boreas.node.operators.arrow_nodes import Eval, Node
@@ -48,7 +49,8 @@ from sqlglot import expressions as exp
 
 from boreas.node.compile import BOOL, FLOAT, INT, STR
 
-from .arrow_nodes import Eval, Node, Run, Unsupported, Value, as_int64, constant, strict, strict1
+from . import arrow_mixed, arrow_text
+from .arrow_nodes import NUM, Eval, Node, Run, Unsupported, Value, as_int64, constant, strict, strict1
 
 #: The orderings, by sqlglot node type (``=`` and ``<>`` are :func:`equality`).
 ORDER = {exp.GT: pc.greater, exp.GTE: pc.greater_equal, exp.LT: pc.less, exp.LTE: pc.less_equal}
@@ -56,9 +58,6 @@ ORDER = {exp.GT: pc.greater, exp.GTE: pc.greater_equal, exp.LT: pc.less, exp.LTE
 INT_CASTS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
              exp.DataType.Type.BIGINT, exp.DataType.Type.TIMESTAMP}
 STR_CASTS = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT}
-_REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
-_EXACT = pa.scalar(2**53, pa.int64())
-_MINUS_EXACT = pa.scalar(-(2**53), pa.int64())
 _INT64_MIN = pa.scalar(-(2**63), pa.int64())
 _OVERFLOW = pa.scalar(2.0**62)
 _ZERO = (pa.scalar(0, pa.int64()), pa.scalar(0.0, pa.float64()))
@@ -90,29 +89,23 @@ def literal(tree: exp.Expression) -> Node:
 
 
 def _comparable(a: Node, b: Node) -> None:
-    numeric = (INT, FLOAT)
+    numeric = (INT, FLOAT, NUM)  # (a mixed value compares as its double: arrow_mixed)
     if a.truth_only or b.truth_only:
         raise Unsupported("a comparison of a value whose kind depends on the row")
     if not (a.kind == b.kind == STR or (a.kind in numeric and b.kind in numeric) or a.kind == b.kind == BOOL):
         raise Unsupported(f"a comparison of {a.kind} with {b.kind}")
 
 
-def _exact_double(value: Value, ev: Eval) -> Value:
-    """An int beside a double, as a double; an int beyond 2**53 (which Python compares exactly) flagged."""
-    wide = value if value.type == pa.int64() else value.cast(pa.int64())
-    ev.flag(pc.or_(pc.greater(wide, _EXACT), pc.less(wide, _MINUS_EXACT)))
-    return pc.cast(wide, pa.float64(), safe=False)
-
-
 def _pair(a: Node, b: Node, x: Run, y: Run) -> Callable[[Eval], tuple[Value, Value]]:
     """Both operands of a comparison; an int beside a double made a double (its inexact rows flagged)."""
-    mixed = {a.kind, b.kind} == {INT, FLOAT}
+    mixed = INT in (a.kind, b.kind) and bool({a.kind, b.kind} & {FLOAT, NUM})
     if not mixed:
         return lambda ev: (x(ev), y(ev))
 
     def run(ev: Eval) -> tuple[Value, Value]:
         u, v = x(ev), y(ev)
-        return (_exact_double(u, ev) if a.kind == INT else u), (_exact_double(v, ev) if b.kind == INT else v)
+        exact = arrow_mixed.exact_double
+        return (exact(u, ev) if a.kind == INT else u), (exact(v, ev) if b.kind == INT else v)
     return run
 
 
@@ -264,8 +257,8 @@ def divide(a: Node, b: Node, three: bool = False) -> Node:
         fixed = _fixed(b, lambda v: pc.cast(wide(v, INT), pa.float64(), safe=False), exact=True)
 
         def run(ev: Eval) -> Value:
-            u = _exact_double(wide(x(ev), INT), ev)  # int/int is correctly rounded in Python
-            v = fixed(ev) if fixed else _exact_double(_divisor(INT, ev, wide(y(ev), INT), three), ev)
+            u = arrow_mixed.exact_double(wide(x(ev), INT), ev)  # int/int is correctly rounded in Python
+            v = fixed(ev) if fixed else arrow_mixed.exact_double(_divisor(INT, ev, wide(y(ev), INT), three), ev)
             return pc.divide(u, v)
         return Node(FLOAT, run, nullable=three)
     fixed = _fixed(b, lambda v: double(v, b.kind))
@@ -299,8 +292,8 @@ def extreme(args: list[Node], better: Callable[[Value, Value], Value]) -> Node:
     """min/max as Python's: the first argument unless a later one is strictly less (greater); nan stays put."""
     if len(args) == 1:
         return args[0]
-    if len({a.kind for a in args}) != 1:
-        raise Unsupported("min/max of ints and doubles (the row value's type depends on the row)")
+    if len({a.kind for a in args}) != 1 or args[0].kind == NUM:
+        return arrow_mixed.extreme(args, better)  # ints and doubles: the row value's type depends on the row
 
     def run(ev: Eval) -> Value:
         best = strict(args[0], ev)
@@ -328,19 +321,17 @@ def cast(a: Node, target: Any) -> Node:
     if target in INT_CASTS:  # int(x): a double truncates toward zero
         if a.kind == INT:
             return same
-        if a.kind == FLOAT:
+        if a.kind in (FLOAT, NUM):  # (a mixed value's int rows are whole doubles)
             return Node(INT, lambda ev: as_int64(pc.trunc(strict(a, ev)), ev))
         if a.kind == BOOL:
             return Node(INT, strict1(a, lambda v: v.cast(pa.int64())))
         raise Unsupported(f"a cast of {a.kind} to int")
-    if target in STR_CASTS:  # str(x): ints print alike; doubles and booleans do not
-        if a.kind == STR:
-            return same
-        if a.kind == INT:
-            return Node(STR, strict1(a, lambda v: v.cast(pa.string())))
-        raise Unsupported(f"a cast of {a.kind} to text")
+    if target in STR_CASTS:  # str(x), as Python writes it: arrow_text
+        return same if a.kind == STR else arrow_text.cast_text(a)
     if a.kind == FLOAT:
         return same
+    if a.kind == NUM:  # float(x) of a mixed value: its double (exact: an int beyond 2**53 is flagged)
+        return Node(FLOAT, strict1(a, lambda v: v))
     if a.kind in (INT, BOOL):  # float(int) rounds to nearest, as an unchecked cast does
         return Node(FLOAT, strict1(a, lambda v: pc.cast(v, pa.float64(), safe=False)))
     raise Unsupported(f"a cast of {a.kind} to double (of text: arrow_math)")
@@ -350,28 +341,17 @@ def cast(a: Node, target: Any) -> Node:
 
 
 def concat(parts: list[Node]) -> Node:
-    """``concat(...)`` of strings and ints (Python and Arrow print doubles and booleans differently)."""
-    if not parts:
-        empty = pa.scalar("", pa.string())
-        return Node(STR, lambda ev: empty)
-    for p in parts:
-        if p.kind not in (STR, INT) or p.truth_only:
-            raise Unsupported(f"concat of a {p.kind} (Python and Arrow print it differently)")
+    """``concat(...)``: each part as the row code's ``str()`` writes it (:mod:`.arrow_text`)."""
+    return arrow_text.concat(parts)
 
+
+def nan_flagged(a: Node, test: Node) -> Node:
+    """``test`` of a double (or mixed) ``a``, its rows where ``a`` is NaN flagged: Python's ``a in (...)``
+    tests identity before equality, so a NaN found as the same object (``d in (d, 1.0)``, ``max(d, i) in (d,)``)
+    is in the tuple, which no comparison of values says."""
     def run(ev: Eval) -> Value:
-        texts = [strict(p, ev) for p in parts]
-        texts = [v if p.kind == STR else v.cast(pa.string()) for p, v in zip(parts, texts)]
-        return texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, "")
-    return Node(STR, run)
-
-
-def like(a: Node, pattern: exp.Expression, three: bool = False) -> Node:
-    """LIKE with a literal pattern, as the row path's anchored regex (``%`` any run, ``_`` one character,
-    no escape character)."""
-    if a.kind != STR or not (isinstance(pattern, exp.Literal) and pattern.is_string):
-        raise Unsupported("LIKE of a non-string or with a computed pattern")
-    regex = "(?s)\\A" + "".join(
-        ".*" if ch == "%" else "." if ch == "_" else "\\" + ch if ch in _REGEX_SPECIAL else ch
-        for ch in pattern.this) + "\\z"
-    get = operand(a, three)
-    return Node(BOOL, lambda ev: pc.match_substring_regex(get(ev), regex), nullable=three)
+        nan = pc.is_nan(a.run(ev))
+        if pc.any(nan).as_py() if isinstance(nan, pa.Array) else nan.as_py():
+            ev.flag(nan)
+        return test.run(ev)
+    return Node(BOOL, run)
