@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
-from .ast import Program
+from .ast import MapRef, Prod, Program, RelAtom, Var, walk
 from .compiler.pipeline import compile_sql
 from .compiler.winjoin import Stage, Staged
 from .runtime.ports import ViewInfo
@@ -111,6 +111,21 @@ def _reader(program: Program, info: ViewInfo, stage: Stage) -> tuple[_Reader, tu
 
 
 @dataclass(frozen=True)
+class SemiJoin:
+    """A leaf whose closed rows count only where they meet a row of another leaf of the same window on equal
+    INT columns (an inner equi-join of the stage reading both): the other leaf's rows are read first, and only
+    the leaf's entries whose window and those columns hold one of its values are read (and decoded) at all.
+
+    ``leaf``/``other``: the two leaves' views; ``keys``: the leaf's key positions (its view is one map, so
+    they are that map's key positions) matched with ``columns``, the other's stage relation columns."""
+
+    leaf: str
+    keys: tuple[int, ...]
+    other: str
+    columns: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class _Upper:
     stage: Stage
     program: Program
@@ -126,6 +141,11 @@ class StagePlan:
     leaf_relations: tuple[str, ...]
     uppers: tuple[_Upper, ...]
     top: ViewInfo  # the query's view: the box's out port
+    semijoins: tuple[SemiJoin, ...] = ()  # leaves read only where they meet another leaf (:func:`_semijoins`)
+
+    def reader(self, view: str) -> _Reader:
+        """The reader of leaf view ``view``."""
+        return next(r for r in self.leaves if r.view == view)
 
     @property
     def program(self) -> Program:
@@ -165,4 +185,60 @@ def plan_stages(staged: Staged, program: Program, views: Mapping[str, ViewInfo])
         decl = rt.program.views[0]
         reader, types[stage.relation] = _reader(rt.program, rt.views[decl.name], stage)
         uppers.append(_Upper(stage, rt.program, decl.name, reader))
-    return StagePlan(tuple(leaves), tuple(leaf.relation for leaf in staged.leaves), tuple(uppers), rt.views[decl.name])
+    relations = tuple(leaf.relation for leaf in staged.leaves)
+    plan = StagePlan(tuple(leaves), relations, tuple(uppers), rt.views[decl.name])
+    return StagePlan(plan.leaves, relations, plan.uppers, plan.top, _semijoins(plan, program, views, types))
+
+
+def _equal_columns(definition, leaf: str, other: str) -> set[tuple[int, int]] | None:
+    """The ``(leaf column, other column)`` pairs a map definition joins on when it is a product with one atom
+    of ``leaf`` and one of ``other`` as factors, sharing a variable there, ``leaf`` read nowhere else and no
+    map read (so a ``leaf`` row meeting no ``other`` row adds nothing to the map); else None."""
+    if not isinstance(definition, Prod) or any(isinstance(n, MapRef) for n in walk(definition)):
+        return None
+    if sum(isinstance(n, RelAtom) and n.name == leaf for n in walk(definition)) != 1:
+        return None
+    mine = next((f for f in definition.factors if isinstance(f, RelAtom) and f.name == leaf), None)
+    if mine is None:  # (read inside a sum or a condition: not a factor of every row)
+        return None
+    pairs = {(i, j) for f in definition.factors if isinstance(f, RelAtom) and f.name == other
+             for i, a in enumerate(mine.args) for j, b in enumerate(f.args)
+             if isinstance(a, Var) and isinstance(b, Var) and a.name == b.name}
+    return pairs or None
+
+
+def _semijoins(plan: StagePlan, program: Program, views: Mapping[str, ViewInfo],
+               types: Mapping[str, tuple[tuple[str, str], ...]]) -> tuple[SemiJoin, ...]:
+    """Each leaf that only one upper stage reads, as an inner equi-join on INT columns with another leaf whose
+    view's key is narrower (the side read first: its rows are fewer to decode), where the leaf's view is one
+    map whose keys hold those columns: read only where it meets that leaf (:class:`SemiJoin`)."""
+    found = []
+    for leaf_rel, reader in zip(plan.leaf_relations, plan.leaves):
+        readers = [u for u in plan.uppers if leaf_rel in u.stage.reads]
+        decl = program.view(reader.view)
+        if len(readers) != 1 or decl.plain_map is None:
+            continue
+        upper = readers[0]
+        view = upper.program.views[0]
+        if view.general:
+            continue
+        for other_rel, other in zip(plan.leaf_relations, plan.leaves):
+            if other_rel == leaf_rel or other_rel not in upper.stage.reads:
+                continue
+            if len(views[other.view].keys) >= len(views[reader.view].keys):
+                continue
+            common = None
+            for name in view.maps:
+                pairs = _equal_columns(upper.program.map(name).definition, leaf_rel, other_rel)
+                common = pairs if common is None or pairs is None else common & pairs
+                if pairs is None:
+                    break
+            usable = sorted((reader.picks[i][1], j) for i, j in common or ()
+                            if reader.picks[i][0] and types[leaf_rel][i][1] == "INT"
+                            and types[other_rel][j][1] == "INT")
+            if usable:
+                found.append(SemiJoin(reader.view, tuple(k for k, _ in usable), other.view,
+                                      tuple(j for _, j in usable)))
+                break
+    leaves = {s.leaf for s in found}
+    return tuple(s for s in found if s.other not in leaves)  # (the other side is read whole)

@@ -13,7 +13,10 @@ of the native backend up to date (docs/m3.md, "Event time").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
+
+import numpy as np
 
 from ..ast import MapRef, Var, ViewDecl
 from .maps import MapStore
@@ -136,12 +139,44 @@ def _entry_columns(form: ViewForm) -> list[Ref] | None:
     return refs
 
 
-def closed_entries(store: MapStore, native, name: str, position: int, bound: float) -> dict[tuple, object]:
+@dataclass(frozen=True)
+class Keep:
+    """Which closed entries a reader needs: those whose INT key columns ``columns`` hold one of ``allowed``'s
+    tuples (a window join's leaf rows that can meet a row of the other leaf: node/operators/m3winjoin.py).  On
+    the native backend the test is made on the keys' codes before any key is decoded (an INT's code is its
+    value), so the entries left out cost no tuple."""
+
+    columns: tuple[int, ...]
+    allowed: frozenset[tuple]
+
+    def mask(self, table: np.ndarray) -> np.ndarray:
+        """Which rows of an ``(n, arity)`` int64 table of key codes to keep: each column against its allowed
+        values with numpy, then the few rows left checked as whole tuples.
+
+        >>> Keep((0, 2), frozenset({(1, 5), (2, 6)})).mask(np.array([[1, 0, 5], [1, 0, 6], [3, 0, 5]]))
+        array([ True, False, False])
+        """
+        mask = np.ones(len(table), dtype=bool)
+        for j, c in enumerate(self.columns):
+            mask &= np.isin(table[:, c], np.fromiter({t[j] for t in self.allowed}, dtype=np.int64))
+        if len(self.columns) > 1 and mask.any():
+            rows = np.flatnonzero(mask)
+            mask[rows] = [tuple(r) in self.allowed for r in table[rows][:, list(self.columns)].tolist()]
+        return mask
+
+    def admits(self, key: tuple) -> bool:
+        """Whether a decoded key is kept (the Python backend's test)."""
+        return tuple(key[c] for c in self.columns) in self.allowed
+
+
+def closed_entries(store: MapStore, native, name: str, position: int, bound: float,
+                   keep: Keep | None = None) -> dict[tuple, object]:
     """``Runtime.entries_at_most``: on the native backend (``native``) read from C with one dump, else from
-    ``store`` (then the truth)."""
+    ``store`` (then the truth); ``keep``: only the entries it keeps."""
     if native is not None:
-        return native.items_at_most(name, position, bound)
-    return {key: value for key, value in store.items(name) if key[position] <= bound}
+        return native.items_at_most(name, position, bound, keep)
+    return {key: value for key, value in store.items(name)
+            if key[position] <= bound and (keep is None or keep.admits(key))}
 
 
 def rows_at_keys(view: ViewDecl, store: MapStore, native, closed: Mapping[str, Mapping[tuple, object]]) -> list:

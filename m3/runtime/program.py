@@ -35,7 +35,7 @@ from ..nullable import ViewNulls, declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
-from .closed import closed_entries, closed_store, general_rows, remove_closed, rows_at_keys, view_maps, window_bound
+from .closed import Keep, closed_entries, closed_store, general_rows, remove_closed, rows_at_keys, view_maps, window_bound
 from .codegen import build, program_source
 from .initial import initial_values
 from .maps import MapStore, index_specs
@@ -296,11 +296,11 @@ class Runtime(Reads):
         return self.store.entries()
 
     # -- closed event-time windows (node/operators/m3windows.py) -------------
-    def entries_at_most(self, name: str, position: int, bound: float) -> dict[tuple, object]:
+    def entries_at_most(self, name: str, position: int, bound: float, keep: Keep | None = None) -> dict[tuple, object]:
         """The entries ``{key: value}`` of map ``name`` whose INT key column ``position`` is at most ``bound``: a
-        closed window's (on the native backend read from C with one dump, not through the mirror)."""
+        closed window's (on the native backend read from C with one dump, not through the mirror); ``keep``'s."""
         with self._lock:
-            return closed_entries(self._store, self._native, name, position, bound)
+            return closed_entries(self._store, self._native, name, position, bound, keep)
 
     def rows_at(self, view: str, closed: Mapping[str, Mapping[tuple, object]]) -> list[tuple[tuple, object]]:
         """A plain view's rows at the entries ``closed`` holds of its maps (the closed windows'; its maps share

@@ -9,7 +9,7 @@ those rows and delete the entries (:meth:`Closing.bounds`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from boreas.m3.boxtype import BoxPlan, ViewInfo
@@ -85,10 +85,14 @@ class Closing:
                 for name, (position, bound) in self.bounds(frontier, everything).items()}
 
     def rows(self, runtime: Runtime, frontier: float, closed: dict[str, dict[tuple, object]],
-             everything: bool = False) -> list[tuple[int, ViewInfo, int, bool, Pairs]]:
-        """Each view's rows of the windows ``closed`` names, present ones only, in window order."""
+             everything: bool = False,
+             only: Collection[str] | None = None) -> list[tuple[int, ViewInfo, int, bool, Pairs]]:
+        """Each view's rows (``only``: of those views) of the windows ``closed`` names, present ones only, in
+        window order."""
         found = []
         for out, view, position, is_end in self.views:
+            if only is not None and view.name not in only:
+                continue
             decl = runtime.program.view(view.name)
             if decl.general:  # computed when read: from the closed entries if they hold its rows, else read whole
                 pairs = runtime.closed_rows(view.name, closed, self.positions)

@@ -47,6 +47,7 @@ from .base import Emitted
 from .m3box import M3Operator
 from .m3memo import present
 from .m3topn_append import AppendTops, view_deltas
+from .m3topn_entries import EntryChanges
 
 
 class _Desc:
@@ -241,9 +242,15 @@ class TopNM3Operator(M3Operator):
         except ValueError as exc:
             raise self.error(str(exc)) from None
         self.tops: AppendTops | None = AppendTops(self.ranked)  # None once a row has left the view
+        # a view of one map's rows on the native backend: its changes read as that map's columns (.m3topn_entries)
+        self.entries = EntryChanges.of(self.plan) if self.runtime.native_maps() is not None else None
+        if self.entries is not None:
+            self.emits_changes = False  # (the runtime's changes are not read: :meth:`_changes` reads the journal)
 
     def process(self, port: int, rows, now: float) -> Emitted:
-        changes = [changed for _, changed in super().process(port, rows, now)]
+        changes = self._changes(port, rows, now)
+        if changes is None:  # (no changelog to read: every row ranked again, what changed in the first N emitted)
+            return self._emitted(*self._rank_all())
         if self.tops is None:
             deltas: dict[tuple, int] = {}
             for changed in changes:
@@ -267,11 +274,27 @@ class TopNM3Operator(M3Operator):
                 fresh.append(merged.fresh)
         return self._emitted(gone, came, fresh)
 
+    def _changes(self, port: int, rows, now: float) -> list | None:
+        """The batch applied, the view's changelogs it made (none when it was not applied: rolled back, or no
+        row of it counted)."""
+        native = self.runtime.native_maps() if self.entries is not None else None
+        if native is None:
+            self.emits_changes = True  # (the runtime left the native backend: its changes as any box's)
+            return [changed for _, changed in super().process(port, rows, now)]
+        failed, ignored = self.failed_batches, self.ignored
+        super().process(port, rows, now)
+        if not len(rows) or self.failed_batches != failed or self.ignored - ignored == len(rows):
+            return []
+        if self.runtime.native_maps() is not native:  # the batch left the native backend (a value beyond 64 bits)
+            self.entries, self.emits_changes = None, True
+            return None
+        changed = self.entries.read(native)
+        return [] if changed is None else [changed]
+
     def _rank_all(self) -> tuple[list[tuple], list[tuple]]:
         """A row left the view: every row of it ranked by :class:`RankedRows` from now on; the out rows that
         differ from the first N kept while rows only arrived (those that left, those that entered)."""
-        assert self.tops is not None
-        was = Counter(self.tops.rows())
+        was = Counter(self.top_rows())
         self.tops = None
         self._rank_view()
         now = Counter(self.ranked.rows())

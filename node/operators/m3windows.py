@@ -72,7 +72,8 @@ class WindowedM3Operator(M3Operator):
         self.sessions = SessionBuffer(sessions)
         self.closing = Closing.of(self.plan, self.error)
         # a window join: its views are the leaves, its rows the stages' (.m3winjoin)
-        self._stages = StageEmit(self.plan.stages, self.outputs[0]) if self.plan.stages is not None else None
+        self._stages = (StageEmit(self.plan.stages, self.outputs[0], self.closing, self.runtime)
+                        if self.plan.stages is not None else None)
 
     # -- the data plane ----------------------------------------------------------------
 
@@ -149,17 +150,15 @@ class WindowedM3Operator(M3Operator):
         for port, rows in self.sessions.close(frontier).items():  # folded in with their final bounds
             super().process(port, rows, now)
         everything = bool(self.sessions.ports)  # every entry in the maps is a session closed just now
-        closed = self.closing.closed_entries(self.runtime, frontier, everything)
         emitted: Emitted = []
-        leaves: dict[str, list] = {}
-        for out, view, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed, everything):
-            if self._stages is not None:
-                shift = 0 if is_end else self.closing.size  # (a key holding the start: its end is size on)
-                leaves[view.name] = [(k[position] + shift, k, v) for k, v in pairs]
-            elif pairs:
-                emitted.append((out, self._emit[out](pairs)))
-        if self._stages is not None and (joined := self._stages.rows(leaves)):
-            emitted.append((0, joined))
+        if self._stages is not None:  # a window join: its leaves' rows are the stages' (.m3winjoin)
+            if joined := self._stages.rows(self._stages.closed(self.closing, self.runtime, frontier, everything)):
+                emitted.append((0, joined))
+        else:
+            closed = self.closing.closed_entries(self.runtime, frontier, everything)
+            for out, view, _, _, pairs in self.closing.rows(self.runtime, frontier, closed, everything):
+                if pairs:
+                    emitted.append((out, self._emit[out](pairs)))
         dropped = self.runtime.remove_at_most(self.closing.bounds(frontier, everything))
         log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
         self.windows.closed = frontier

@@ -4,6 +4,11 @@ above evaluated over each (m3/winstages.py), the query's rows emitted in window 
 Why its own module: the windowed box (:mod:`.m3windows`) closes windows the same way for every view; only
 what it does with the closed rows differs.  A plain windowed view emits them; a window join's views are its
 leaves, whose closed rows are the input of the stages above (docs/m3.md, "Window joins").
+
+A leaf that the stage above joins on equal INT columns with a narrower leaf (:class:`.winstages.SemiJoin`)
+is read after it, only its entries meeting one of that leaf's rows in the same window: the rest would join
+nothing, and on the native backend they are left out by their codes, never decoded (q7's bids: of a window's
+bids only those at its highest price are read).
 """
 
 from __future__ import annotations
@@ -12,18 +17,66 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from boreas.catalog.model import FieldType, Schema
-from boreas.m3.winstages import StagePlan
+from boreas.m3.runtime.closed import Keep
+from boreas.m3.runtime.program import Runtime
+from boreas.m3.winstages import SemiJoin, StagePlan
 
+from .m3closing import Closing
 from .m3memo import present
+
+Closed = dict[str, list[tuple[int, tuple, object]]]  # per leaf view its closed rows as (window end, key, value)
 
 
 class StageEmit:
     """Turns the closed windows' leaf rows into the query's out rows (out port 0); owns the runtimes it
     evaluates the stages with (nothing in them outlives one window)."""
 
-    def __init__(self, stages: StagePlan, schema: Schema):
+    def __init__(self, stages: StagePlan, schema: Schema, closing: Closing | None = None,
+                 runtime: Runtime | None = None):
         self.stages, self.schema = stages, schema
         self.runtimes = stages.runtimes()
+        self.semijoins = _usable(stages, closing, runtime) if closing is not None and runtime is not None else ()
+
+    def closed(self, closing: Closing, runtime: Runtime, frontier: float, everything: bool = False) -> Closed:
+        """Every leaf's rows of the windows ``frontier`` closes, as :meth:`rows` reads them: a semi-joined
+        leaf's (:attr:`semijoins`) read after the other leaf's, only the entries meeting one of its rows."""
+        bounds = closing.bounds(frontier, everything)
+        late = {s.leaf: s for s in self.semijoins}
+        maps = {runtime.program.view(leaf).plain_map for leaf in late}
+        closed = {name: runtime.entries_at_most(name, *bound) for name, bound in bounds.items() if name not in maps}
+        leaves: Closed = {}
+        views = set(v.name for _, v, _, _ in closing.views)
+        for view, rows in self._read(closing, runtime, frontier, closed, everything, views - late.keys()):
+            leaves[view] = rows
+        for s in self.semijoins:
+            name = runtime.program.view(s.leaf).plain_map
+            position, is_end = next((p, e) for _, v, p, e in closing.views if v.name == s.leaf)
+            keep = Keep((position, *s.keys), self._allowed(s, leaves.get(s.other, ()), 0 if is_end else closing.size))
+            closed[name] = runtime.entries_at_most(name, *bounds[name], keep)
+            for view, rows in self._read(closing, runtime, frontier, closed, everything, {s.leaf}):
+                leaves[view] = rows
+        return leaves
+
+    @staticmethod
+    def _read(closing: Closing, runtime: Runtime, frontier: float, closed, everything: bool, only):
+        for _, view, position, is_end, pairs in closing.rows(runtime, frontier, closed, everything, only):
+            shift = 0 if is_end else closing.size  # (a key holding the start: its end is size on)
+            yield view.name, [(k[position] + shift, k, v) for k, v in pairs]
+
+    def _allowed(self, s: SemiJoin, rows: Sequence[tuple[int, tuple, object]], shift: int) -> frozenset[tuple]:
+        """The (leaf's window key, its join columns' values) a leaf row must hold to meet one of ``rows`` (the
+        other leaf's closed rows); a value no INT equals (a null, a fraction) meets nothing."""
+        per_window: dict[int, list] = defaultdict(list)
+        for end, key, value in rows:
+            per_window[end].append((key, value))
+        reader = self.stages.reader(s.other)
+        allowed = set()
+        for end, pairs in per_window.items():
+            for row in reader.rows(pairs):
+                values = [row[j] for j in s.columns]
+                if all(isinstance(v, int) or (isinstance(v, float) and v.is_integer()) for v in values):
+                    allowed.add((end - shift, *(int(v) for v in values)))
+        return frozenset(allowed)
 
     def rows(self, closed: dict[str, Sequence[tuple[int, tuple, object]]]) -> list[tuple]:
         """``closed``: per leaf view its closed rows as ``(window end, key, value)``; the out rows, per window
@@ -43,3 +96,15 @@ class StageEmit:
                 values = value if isinstance(value, tuple) else (value,)
                 out.append(tuple(key[i] for i in top.output_keys) + tuple(c(v) for c, v in zip(casts, values)))
         return out
+
+
+def _usable(stages: StagePlan, closing: Closing, runtime: Runtime) -> tuple[SemiJoin, ...]:
+    """The plan's semi-joins this box can read so: the leaf's map keyed by its window and read by no other
+    view (reading part of its closed entries must not cut another view's rows)."""
+    found = []
+    for s in stages.semijoins:
+        name = runtime.program.view(s.leaf).plain_map
+        others = [v.name for _, v, _, _ in closing.views if v.name != s.leaf]
+        if name in closing.doomed and all(name not in runtime.view_reads(v) for v in others):
+            found.append(s)
+    return tuple(found)

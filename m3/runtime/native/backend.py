@@ -325,11 +325,15 @@ class NativeMaps:
         mask = table[:, position] <= bound
         return table[mask], np.frombuffer(vals, dtype=np.int64, count=got)[mask]
 
-    def items_at_most(self, name: str, position: int, bound: float) -> dict[tuple, object]:
+    def items_at_most(self, name: str, position: int, bound: float, keep=None) -> dict[tuple, object]:
         """The entries of map ``name`` whose INT key column ``position`` is at most ``bound`` (the entries of
         closed event-time windows: node/operators/m3windows.py): one dump and one numpy mask, only those keys
-        decoded, their values from the same dump (no key encoded to read it back)."""
+        decoded, their values from the same dump (no key encoded to read it back); ``keep``
+        (:class:`..closed.Keep`): only the codes its ``mask`` keeps are decoded."""
         picked, vals = self._at_most(name, position, bound)
+        if keep is not None:
+            kept = keep.mask(picked)
+            picked, vals = picked[kept], vals[kept]
         keys = self.codec.decode_keys(name, array("q", picked.tobytes()), len(picked))
         return dict(zip(keys, self.codec.decode_values(name, array("q", vals.tobytes()))))
 
