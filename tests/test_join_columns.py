@@ -28,6 +28,8 @@ from boreas.node.dataflow import Dataflow
 from boreas.node.inbox import Arrival
 from boreas.node.journal import payload
 from boreas.node.operators.join import JoinOperator
+from boreas.node.operators.join_columns import ColumnJoin
+from boreas.node.operators.join_rows import RowJoin
 from boreas.wire.columns import Columns, arrow_schema, as_rows, read_rows
 from boreas.wire.frames import ARROW, Batch, decode
 from hypothesis import HealthCheck, given, settings
@@ -66,9 +68,19 @@ def box_params(predicate: str, outs: tuple[str, ...], sides: list[tuple[str, int
     return params
 
 
-def build(params: dict[str, str], columnar: bool = True) -> JoinOperator:
+#: Size choices (``JoinPaths.rows_below``): every batch on columns, cut-overs the drawn batches (0-12 tuples against
+#: buffers of 0-6) straddle, so batches go one way then the other and the buffers are handed over between the
+#: engines mid-stream, and the box's own (every drawn batch on rows).
+CUTS = [-1, 4, 12, 30, None]
+
+
+def build(params: dict[str, str], columnar: bool = True, rows_below: int | None = -1) -> JoinOperator:
+    """The box; ``rows_below``: its size choice's cut-over (-1: every batch on columns; None: as built)."""
     box = Box("j", "join", (InPort("l"), InPort("r")), ("out",), tuple(params.items()))
-    return JoinOperator(box, [L, R], TYPES.infer(box, [L, R]), columnar=columnar)
+    op = JoinOperator(box, [L, R], TYPES.infer(box, [L, R]), columnar=columnar)
+    if rows_below is not None:
+        op.paths.rows_below = rows_below
+    return op
 
 
 @st.composite
@@ -101,8 +113,8 @@ def streams(draw) -> list[tuple[int, Columns, float, bool, bool]]:
     return events
 
 
-def moved(op: JoinOperator, params: dict[str, str]) -> JoinOperator:
-    fresh = build(params)
+def moved(op: JoinOperator, params: dict[str, str], rows_below: int | None) -> JoinOperator:
+    fresh = build(params, rows_below=rows_below)
     fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
     return fresh
 
@@ -111,10 +123,12 @@ def moved(op: JoinOperator, params: dict[str, str]) -> JoinOperator:
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(predicate=st.sampled_from(PREDICATES + ON_ROWS), outs=st.sampled_from(OUTS),
        sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2),
-       timeout=st.booleans(), events=streams())
-def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, timeout, events):
+       timeout=st.booleans(), events=streams(), rows_below=st.sampled_from(CUTS))
+def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, timeout, events, rows_below):
+    """``rows_below``: the size choice's cut-over (:data:`CUTS`): batches on either side of it, and the buffers
+    handed between the engines, give the row path's tuples and buffers."""
     params = box_params(predicate, outs, sides, timeout)
-    op, reference = build(params), build(params, columnar=False)
+    op, reference = build(params, rows_below=rows_below), build(params, columnar=False)
     assert op.columnar == (predicate in PREDICATES) and not reference.columnar
     now = 0.0
     for port, columns, passed, as_row, move in events:
@@ -126,7 +140,7 @@ def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, t
             if isinstance(out, Columns):
                 assert out.batch.schema.equals(arrow_schema(op.outputs[0]))
         if move:
-            op = moved(op, params)
+            op = moved(op, params, rows_below)
     assert normal([(0, [tuple(r) for r in b]) for b in op.state()["buffers"]]) == normal(
         [(0, [tuple(r) for r in b]) for b in reference.state()["buffers"]])
     assert op.state_entries() == reference.state_entries()
@@ -144,6 +158,7 @@ def test_the_trade_join_runs_on_columns_and_narrows_pairs_by_its_equality():
               "out-field.2": "left.price - right.bid", "out-field-name.2": "spread"}
     box = Box("match", "join", (InPort("t"), InPort("q")), ("out",), tuple(params.items()))
     op = JoinOperator(box, [trade, quote], TYPES.infer(box, [trade, quote]))
+    op.paths.rows_below = -1  # 2 quotes against 3 trades would be joined on rows (test_small_batches_...)
     assert op.columnar
     trades = pa.RecordBatch.from_pylist([{"time": 1, "symbol": "IBM", "price": 100.5},
                                          {"time": 2, "symbol": "HP", "price": 20.0},
@@ -164,6 +179,36 @@ def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buff
     assert op.process(1, [(1, 2, 3, "b")], 0.0) == [(0, [(1, 1, 2.0, "a", 1, 2, 3, "b")])]
     assert not op.columnar
     assert op.process(0, [(1, 3, 4.0, "c")], 0.0) == [(0, [(1, 3, 4.0, "c", 1, 2, 3, "b")])]
+
+
+def test_batches_join_on_rows_or_columns_by_size_and_hand_the_buffers_and_times_over():
+    """The size choice (``JoinPaths.rows_below``): a batch of at most that many (tuple, buffered tuple) pairs is
+    joined by the row engine (rows out), a larger one by the columns (Columns out), the buffers and their arrival
+    times handed over each time the engine changes; tuples, buffers and the timeout's expiry the row path's."""
+    params = box_params("left.k = right.k", ("left.t", "right.t"), [("VALUES", 6), ("TUPLES", 4)], True)
+    op, reference = build(params, rows_below=6), build(params, columnar=False)
+
+    def side(port: int, ts: list[int]) -> Columns:
+        names = ["k", "t", "v" if port == 0 else "w", "s"]
+        return Columns(pa.RecordBatch.from_pylist([dict(zip(names, (1, t, 1.0, "a"))) for t in ts],
+                                                  schema=arrow_schema(L if port == 0 else R)))
+
+    # (port, order values, seconds passed, the engine that takes the batch); pairs: the batch times the other buffer
+    feed = [(0, [1, 2], 0.0, RowJoin), (1, [1, 2, 3, 4], 1.0, ColumnJoin), (0, [3], 1.0, RowJoin),
+            (1, [5], 1.0, RowJoin), (0, [4, 5, 6], 4.0, ColumnJoin), (1, [6, 7], 0.0, RowJoin),
+            (0, [9, 10], 6.0, RowJoin), (1, [8, 9, 10, 11], 0.5, ColumnJoin)]
+    now, emitted = 0.0, set()
+    for port, ts, passed, engine in feed:
+        now += passed
+        columns = side(port, ts)
+        got, want = op.process(port, columns, now), reference.process(port, columns.rows(), now)
+        assert normal(got) == normal(want)
+        assert isinstance(op.paths.engine, engine)
+        emitted |= {(engine, type(out)) for _, out in got}
+        assert op.state()["buffers"] == reference.state()["buffers"]
+        assert op.state()["times"] == reference.state()["times"]
+    assert emitted == {(RowJoin, list), (ColumnJoin, Columns)}
+    assert op.columnar
 
 
 JOIN_APP = """<borealis>

@@ -7,12 +7,24 @@ predicate and out fields translate exactly, and a row engine
 (:class:`~.join_rows.RowJoin`, :class:`~.aurorajoin.AuroraRows`), the
 reference.  Exactly one of them holds the buffers at a time.
 :class:`JoinPaths` is the one place that says which, and the one place
-that hands them over: a batch of rows the columns cannot hold as they are
-(an int in a double field), or restored rows that do not fit, sends the
-buffers to the row path for good, through the same ``state()`` a move
-carries.  Columns in give columns out (except an aurorajoin batch small
-enough to probe as rows, ``probe_below``, or one that falls back: rows);
-rows in are made columns and their out tuples rows again.
+that hands them over, for two reasons:
+
+* **size**: a batch whose tuples times the other side's buffered ones are
+  at most :attr:`JoinPaths.rows_below` is joined by the row engine: the
+  columns' fixed cost per batch (a few dozen pyarrow and numpy calls, tens
+  of microseconds) is more than the row engine's probes of so few pairs
+  (docs/benchmarks.md, "aurorajoin and join by batch size").  The buffers
+  stay with whichever engine took the last batch, so a stream of small
+  batches never builds Arrow buffers and a stream of large ones never
+  builds rows; a batch of the other size hands both buffers over (one
+  conversion of what is buffered, through the engines' ``state()`` and
+  ``restore()``);
+* **fit**: a batch of rows the columns cannot hold as they are (an int in
+  a double field), or restored or handed-over rows that do not fit, sends
+  the buffers to the row path for good.
+
+Columns in give columns out when the columnar engine takes the batch
+(except a batch that falls back: rows); rows in give rows out.
 """
 
 from __future__ import annotations
@@ -38,6 +50,10 @@ class Engine(Protocol):
 
     def entries(self) -> int: ...
 
+    def buffered(self, side: int) -> int:
+        """How many tuples ``side``'s buffer holds now (a batch's size choice reads it)."""
+        ...
+
     def state(self) -> dict: ...
 
     def restore(self, state: dict) -> None: ...
@@ -48,68 +64,101 @@ class ColumnEngine(Engine, Protocol):
 
 
 class JoinPaths:
-    """A join box's two engines; the columnar one, while it lasts, holds the buffers (the module docstring)."""
+    """A join box's two engines and which of them holds the buffers now (the module docstring)."""
+
+    #: A batch whose tuples times the other side's buffered tuples are at most this many is joined on rows (the
+    #: module docstring; a box sets its own, the tests -1 to send every batch to the columns).
+    rows_below = 4096
 
     def __init__(self, kind: str, name: str, rows: Engine, columns: ColumnEngine | None,
-                 error: Callable[[str], Exception]) -> None:
+                 error: Callable[[str], Exception], rows_below: int | None = None) -> None:
         self.kind = kind  # the box type, for the log
         self.name = name
         self.rows = rows
-        self.columns = columns
+        self.columns = columns  # None: the box joins on rows for good
         self.error = error  # the box's error for a message (OperatorError naming it)
+        if rows_below is not None:
+            self.rows_below = rows_below
+        self._holder: Engine = columns if columns is not None else rows
 
     @property
     def engine(self) -> Engine:
         """The engine that holds the buffers now."""
-        return self.columns if self.columns is not None else self.rows
+        return self._holder
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
-        """The out tuples of a batch arriving on ``port``, by whichever engine holds the buffers."""
+        """The out tuples of a batch arriving on ``port``, by the engine its size and values choose."""
         if port not in (0, 1):
             raise self.error(f"has no in port {port}")
         if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this (changelog.py)
             raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
         columns = self.columns
         if columns is not None:
-            batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
-            if batch is not None:
-                out = columns.process(port, batch, now)
-                if isinstance(out, list):
-                    return [(0, out)] if out else []
-                return [(0, Columns(out))] if out.num_rows else []
-            try:
-                batch = rows_batch(as_rows(rows), columns.schemas[port])
-            except Unfit as exc:
-                self._to_rows(str(exc))
-            else:
-                out = columns.process(port, batch, now)
-                if not isinstance(out, list):
-                    out = Columns(out).rows()
-                return [(0, out)] if out else []
+            count = rows.batch.num_rows if isinstance(rows, Columns) else len(rows)
+            if count * self._holder.buffered(1 - port) > self.rows_below and self._hold(columns):
+                return self._on_columns(columns, port, rows, now)
+            if self.columns is not None:
+                self._hold(self.rows)
         out = self.rows.process(port, as_rows(rows), now)
         return [(0, out)] if out else []
+
+    def _on_columns(self, columns: ColumnEngine, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
+        if batch is not None:
+            out = columns.process(port, batch, now)
+            if isinstance(out, list):
+                return [(0, out)] if out else []
+            return [(0, Columns(out))] if out.num_rows else []
+        try:
+            batch = rows_batch(as_rows(rows), columns.schemas[port])
+        except Unfit as exc:
+            self._to_rows(str(exc))
+            out = self.rows.process(port, as_rows(rows), now)
+        else:
+            out = columns.process(port, batch, now)
+            if not isinstance(out, list):
+                out = Columns(out).rows()
+        return [(0, out)] if out else []
+
+    def _hold(self, engine: Engine) -> bool:
+        """Hand the buffers to ``engine`` (a no-op if it holds them); False if they went to rows for good instead
+        (handed-over rows the columns cannot hold)."""
+        if engine is self._holder:
+            return True
+        state = self._holder.state()
+        try:
+            engine.restore(state)
+        except Unfit as exc:  # only the columns refuse rows; the rows hold the buffers still
+            log.info("%s box %r: its buffered rows do not fit its columns (%s); joining on rows from now on",
+                     self.kind, self.name, exc)
+            self.columns = None
+            return False
+        self._holder = engine
+        return True
 
     def _to_rows(self, why: str) -> None:
         """Rows the columns cannot hold came: the buffers go to the row path, for good."""
         assert self.columns is not None
         log.info("%s box %r: %s; joining on rows from now on", self.kind, self.name, why)
-        self.rows.restore(self.columns.state())
+        self._hold(self.rows)
         self.columns = None
 
     def state(self) -> dict:
-        return self.engine.state()
+        return self._holder.state()
 
     def restore(self, state: dict) -> None:
         """Both buffers from either engine's :meth:`state`; restored rows the columns cannot hold go to rows."""
         if self.columns is not None:
             try:
                 self.columns.restore(state)
+                self._holder = self.columns
                 return
             except Unfit as exc:
                 log.info("%s box %r: restored rows do not fit its columns (%s); joining on rows", self.kind,
                          self.name, exc)
                 self.columns = None
         self.rows.restore(state)
+        self._holder = self.rows
 
 
 def conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
