@@ -25,7 +25,7 @@ fed the same trades and quotes (batches alternating between the sides, time
 rising by one a tuple on each) at ``--join-batch`` sizes against
 ``--join-window`` (the join's buffer sizes in tuples, the aurorajoin's
 ``VALUES`` windows in time), four ways: **columns** (as built: a batch of few
-pairs on rows, ``JoinPaths.rows_below``), **columns always** (every batch on
+pairs on rows, ``JoinPaths.on_rows``), **columns always** (every batch on
 columns, the cut-over off: what small batches cost before branch colAJ),
 **rows from columns** (``columnar=False`` fed the same ``Columns``) and
 **rows** (lists of tuples); node CPU µs per tuple (``time.process_time``),
@@ -161,7 +161,7 @@ def sized_join(kind: str, window: int, columnar: bool, rows_below: int | None):
         make = AuroraJoinOperator
     op = make(box, [TRADE, QUOTE], builtin_registry().infer(box, [TRADE, QUOTE]), columnar=columnar)
     if rows_below is not None:
-        op.paths.rows_below = rows_below
+        op.paths.cut_at(rows_below)
     return op
 
 
@@ -196,7 +196,7 @@ def joins(args: argparse.Namespace) -> None:
     print(f"{args.join_tuples:,} tuples, best of {args.repeat}; node CPU µs per tuple; load average {load()}")
     print(f"{'box':10} {'window':>6} {'batch':>6} {'columns':>8} {'always':>8} {'rows/col':>8} {'rows':>8} "
           f"{'rows/col ÷ columns':>18}")
-    has_choice = hasattr(sized_join("join", 1, True, None).paths, "rows_below")
+    has_choice = hasattr(sized_join("join", 1, True, None).paths, "cut_at")
     for kind in ("aurorajoin", "join"):
         for window in args.join_window:
             for size in args.join_batch:

@@ -92,7 +92,7 @@ def streams(draw, right: Schema) -> list[tuple[int, Columns, bool, bool]]:
     return events
 
 
-#: Size choices (``JoinPaths.rows_below``): every batch on columns, cut-overs the drawn batches (0-10 tuples against
+#: Size choices (``JoinPaths.cut_at``): every batch on columns, cut-overs the drawn batches (0-10 tuples against
 #: buffers of 0-20) straddle, so batches go one way then the other and the buffers are handed over between the
 #: engines mid-stream, and the box's own (every drawn batch on rows).
 CUTS = [-1, 4, 12, 30, None]
@@ -101,7 +101,7 @@ CUTS = [-1, 4, 12, 30, None]
 def sized(op: AuroraJoinOperator, rows_below: int | None) -> AuroraJoinOperator:
     """``op`` with batches of at most ``rows_below`` (tuple, buffered tuple) pairs joined on rows (None: as built)."""
     if rows_below is not None:
-        op.paths.rows_below = rows_below
+        op.paths.cut_at(rows_below)
     return op
 
 
@@ -217,7 +217,7 @@ def test_a_batch_by_the_buffer_under_rows_below_is_joined_on_rows_and_a_larger_o
     want = reference.process(0, Columns(lefts).rows(), 0.0)
     for limit, kind in ((6, list), (5, Columns)):
         op = build(params, schema)
-        op.paths.rows_below = limit
+        op.paths.cut_at(limit)
         op.process(1, Columns(rights), 0.0)
         [(port, out)] = op.process(0, Columns(lefts), 0.0)
         assert isinstance(out, kind) and normal([(port, out)]) == normal(want) == normal([(0, [(1, 6), (2, 7)])])
@@ -270,6 +270,7 @@ def test_equal_keys_are_probed_only_past_the_first_cut(monkeypatch):
     schema = RIGHTS["long"]
     op, reference = (build(box_params("left.k = right.k", (), [("TUPLES", 5), ("TUPLES", 5)]), schema, columnar=c)
                      for c in (True, False))
+    sized(op, -1)  # (3 tuples against 2,000 would be probed on rows)
     rights = pa.RecordBatch.from_pylist([{"k": 1, "t": t, "w": 0.0} for t in range(2000)], schema=arrow_schema(schema))
     lefts = pa.RecordBatch.from_pylist([{"k": 1, "t": t, "v": 0.0} for t in range(3)], schema=arrow_schema(L))
     for port, batch in ((1, rights), (0, lefts)):

@@ -68,7 +68,7 @@ def box_params(predicate: str, outs: tuple[str, ...], sides: list[tuple[str, int
     return params
 
 
-#: Size choices (``JoinPaths.rows_below``): every batch on columns, cut-overs the drawn batches (0-12 tuples against
+#: Size choices (``JoinPaths.cut_at``): every batch on columns, cut-overs the drawn batches (0-12 tuples against
 #: buffers of 0-6) straddle, so batches go one way then the other and the buffers are handed over between the
 #: engines mid-stream, and the box's own (every drawn batch on rows).
 CUTS = [-1, 4, 12, 30, None]
@@ -79,7 +79,7 @@ def build(params: dict[str, str], columnar: bool = True, rows_below: int | None 
     box = Box("j", "join", (InPort("l"), InPort("r")), ("out",), tuple(params.items()))
     op = JoinOperator(box, [L, R], TYPES.infer(box, [L, R]), columnar=columnar)
     if rows_below is not None:
-        op.paths.rows_below = rows_below
+        op.paths.cut_at(rows_below)
     return op
 
 
@@ -158,7 +158,7 @@ def test_the_trade_join_runs_on_columns_and_narrows_pairs_by_its_equality():
               "out-field.2": "left.price - right.bid", "out-field-name.2": "spread"}
     box = Box("match", "join", (InPort("t"), InPort("q")), ("out",), tuple(params.items()))
     op = JoinOperator(box, [trade, quote], TYPES.infer(box, [trade, quote]))
-    op.paths.rows_below = -1  # 2 quotes against 3 trades would be joined on rows (test_small_batches_...)
+    op.paths.cut_at(-1)  # 2 quotes against 3 trades would be joined on rows (test_small_batches_...)
     assert op.columnar
     trades = pa.RecordBatch.from_pylist([{"time": 1, "symbol": "IBM", "price": 100.5},
                                          {"time": 2, "symbol": "HP", "price": 20.0},
@@ -182,7 +182,7 @@ def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buff
 
 
 def test_batches_join_on_rows_or_columns_by_size_and_hand_the_buffers_and_times_over():
-    """The size choice (``JoinPaths.rows_below``): a batch of at most that many (tuple, buffered tuple) pairs is
+    """The size choice (``JoinPaths.cut_at``): a batch of at most that many (tuple, buffered tuple) pairs is
     joined by the row engine (rows out), a larger one by the columns (Columns out), the buffers and their arrival
     times handed over each time the engine changes; tuples, buffers and the timeout's expiry the row path's."""
     params = box_params("left.k = right.k", ("left.t", "right.t"), [("VALUES", 6), ("TUPLES", 4)], True)
@@ -209,6 +209,31 @@ def test_batches_join_on_rows_or_columns_by_size_and_hand_the_buffers_and_times_
         assert op.state()["times"] == reference.state()["times"]
     assert emitted == {(RowJoin, list), (ColumnJoin, Columns)}
     assert op.columnar
+
+
+def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_the_hand_over():
+    """As built (``JoinPaths.on_rows``): rows cost the batch times the other buffer, the columns a fixed cost plus
+    one per tuple of the other buffer, and the engine not holding the buffers also their hand-over: a small batch
+    against a large buffer held as columns stays on columns, against a small one goes to rows; once there, a batch
+    stays on rows until its pairs pass the columns' costs and the hand-over."""
+    params = box_params("left.k = right.k", (), [("TUPLES", 1000), ("TUPLES", 1000)], False)
+    paths = build(params, rows_below=None).paths
+    fixed, per, handover = paths.rows_below, paths.per_buffered, paths.per_handover
+    assert fixed > 0 and per > 0 and handover > 0
+
+    def rows(count: int, start: int = 0) -> list[list]:
+        return [[1, t, 1.0, "a"] for t in range(start, start + count)]
+
+    paths.restore({"buffers": [rows(500), rows(500)], "times": None})
+    assert isinstance(paths.engine, ColumnJoin)
+    assert not paths.on_rows(1, 0)  # 500 pairs + 1,000 tuples handed over > fixed + 500 * per
+    paths.restore({"buffers": [rows(10), rows(10)], "times": None})
+    assert paths.on_rows(5, 0)  # 50 pairs + 20 handed over <= fixed + 10 * per
+    left = [tuple(r) for r in rows(5, 10)]
+    paths.process(0, left, 0.0)
+    assert isinstance(paths.engine, RowJoin)
+    pairs = fixed + per * 10 + handover * 25  # the columns' cost with the hand-over, against 10 buffered rights
+    assert paths.on_rows(pairs // 10, 0) and not paths.on_rows(pairs // 10 + 1, 0)
 
 
 JOIN_APP = """<borealis>

@@ -9,16 +9,21 @@ reference.  Exactly one of them holds the buffers at a time.
 :class:`JoinPaths` is the one place that says which, and the one place
 that hands them over, for two reasons:
 
-* **size**: a batch whose tuples times the other side's buffered ones are
-  at most :attr:`JoinPaths.rows_below` is joined by the row engine: the
-  columns' fixed cost per batch (a few dozen pyarrow and numpy calls, tens
-  of microseconds) is more than the row engine's probes of so few pairs
-  (docs/benchmarks.md, "aurorajoin and join by batch size").  The buffers
-  stay with whichever engine took the last batch, so a stream of small
-  batches never builds Arrow buffers and a stream of large ones never
-  builds rows; a batch of the other size hands both buffers over (one
-  conversion of what is buffered, through the engines' ``state()`` and
-  ``restore()``);
+* **size**: a batch goes to the engine that costs less for it, costs
+  counted in the row engine's probes of one (tuple, buffered tuple) pair
+  (:meth:`JoinPaths.on_rows`): the rows cost the batch's tuples times the
+  other side's buffered ones; the columns a fixed cost per batch
+  (:attr:`~JoinPaths.rows_below`: a few dozen pyarrow and numpy calls,
+  about 0.1 ms) plus a cost per buffered tuple of the other side
+  (:attr:`~JoinPaths.per_buffered`: its keys encoded, its order values
+  scanned); and whichever does not hold the buffers now also pays their
+  hand-over (:attr:`~JoinPaths.per_handover` per buffered tuple: one
+  conversion through the engines' ``state()`` and ``restore()``), so sizes
+  near the cut-over do not hand the buffers back and forth.  The figures
+  are bench/columnar_operators.py ``--joins``' (docs/benchmarks.md,
+  "aurorajoin and join by batch size").  The buffers stay with whichever
+  engine took the last batch: a stream of small batches never builds Arrow
+  buffers, a stream of large ones never builds rows;
 * **fit**: a batch of rows the columns cannot hold as they are (an int in
   a double field), or restored or handed-over rows that do not fit, sends
   the buffers to the row path for good.
@@ -66,9 +71,13 @@ class ColumnEngine(Engine, Protocol):
 class JoinPaths:
     """A join box's two engines and which of them holds the buffers now (the module docstring)."""
 
-    #: A batch whose tuples times the other side's buffered tuples are at most this many is joined on rows (the
-    #: module docstring; a box sets its own, the tests -1 to send every batch to the columns).
-    rows_below = 4096
+    #: The columns' fixed cost per batch, in row-path pair probes (the module docstring): measured at 2,750-3,000
+    #: (about 0.11 ms a batch against 0.04 µs a pair; bench/columnar_operators.py --joins).
+    rows_below = 3000
+    #: The columns' cost per buffered tuple of the other side, in pair probes (about 0.35 µs each).
+    per_buffered = 8
+    #: A hand-over's cost per buffered tuple (both sides), in pair probes (0.5-2.6 µs a tuple one way).
+    per_handover = 16
 
     def __init__(self, kind: str, name: str, rows: Engine, columns: ColumnEngine | None,
                  error: Callable[[str], Exception], rows_below: int | None = None) -> None:
@@ -78,8 +87,24 @@ class JoinPaths:
         self.columns = columns  # None: the box joins on rows for good
         self.error = error  # the box's error for a message (OperatorError naming it)
         if rows_below is not None:
-            self.rows_below = rows_below
+            self.cut_at(rows_below)
         self._holder: Engine = columns if columns is not None else rows
+
+    def cut_at(self, pairs: int) -> None:
+        """Join a batch of at most ``pairs`` (tuple, buffered tuple) pairs on rows, any other on columns, whoever
+        holds the buffers (a plain cut-over, for tests and benches; -1: every batch on columns)."""
+        self.rows_below, self.per_buffered, self.per_handover = pairs, 0, 0
+
+    def on_rows(self, tuples: int, port: int) -> bool:
+        """Whether a batch of ``tuples`` arriving on ``port`` costs less on the row engine (the module docstring)."""
+        other = self._holder.buffered(1 - port)
+        rows, columns = tuples * other, self.rows_below + self.per_buffered * other
+        handover = self.per_handover * self._holder.entries()
+        if self._holder is self.rows:
+            columns += handover
+        else:
+            rows += handover
+        return rows <= columns
 
     @property
     def engine(self) -> Engine:
@@ -95,7 +120,7 @@ class JoinPaths:
         columns = self.columns
         if columns is not None:
             count = rows.batch.num_rows if isinstance(rows, Columns) else len(rows)
-            if count * self._holder.buffered(1 - port) > self.rows_below and self._hold(columns):
+            if not self.on_rows(count, port) and self._hold(columns):
                 return self._on_columns(columns, port, rows, now)
             if self.columns is not None:
                 self._hold(self.rows)
