@@ -211,29 +211,33 @@ def test_batches_join_on_rows_or_columns_by_size_and_hand_the_buffers_and_times_
     assert op.columnar
 
 
-def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_the_hand_over():
-    """As built (``JoinPaths.on_rows``): rows cost the batch times the other buffer, the columns a fixed cost plus
-    one per tuple of the other buffer, and the engine not holding the buffers also their hand-over: a small batch
-    against a large buffer held as columns stays on columns, against a small one goes to rows; once there, a batch
-    stays on rows until its pairs pass the columns' costs and the hand-over."""
+def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_hands_over_when_the_regret_pays_for_it():
+    """As built (``JoinPaths.on_rows``): rows cost the batch times the other buffer (and a little a tuple), the
+    columns a fixed cost plus one per tuple of the other buffer; the engine holding the buffers keeps them until
+    what it cost more, summed since it last cost less, passes the hand-over's cost: small batches against a large
+    buffer held as columns go to rows only after a few of them, against a small one at once; and back again when
+    batches grow."""
     params = box_params("left.k = right.k", (), [("TUPLES", 1000), ("TUPLES", 1000)], False)
     paths = build(params, rows_below=None).paths
-    fixed, per, handover = paths.rows_below, paths.per_buffered, paths.per_handover
-    assert fixed > 0 and per > 0 and handover > 0
 
     def rows(count: int, start: int = 0) -> list[list]:
         return [[1, t, 1.0, "a"] for t in range(start, start + count)]
 
+    def batches_to_switch(tuples: int, other: int, entries: int, held_rows: bool) -> int:
+        rows, columns = tuples * (other + paths.per_tuple), paths.rows_below + paths.per_buffered * other
+        step = rows - columns if held_rows else columns - rows + 1
+        return paths.per_handover * entries // step + 1
+
     paths.restore({"buffers": [rows(500), rows(500)], "times": None})
     assert isinstance(paths.engine, ColumnJoin)
-    assert not paths.on_rows(1, 0)  # 500 pairs + 1,000 tuples handed over > fixed + 500 * per
+    k = batches_to_switch(1, 500, 1000, False)
+    assert k > 1 and [paths.on_rows(1, 0) for _ in range(k)] == [False] * (k - 1) + [True]
     paths.restore({"buffers": [rows(10), rows(10)], "times": None})
-    assert paths.on_rows(5, 0)  # 50 pairs + 20 handed over <= fixed + 10 * per
-    left = [tuple(r) for r in rows(5, 10)]
-    paths.process(0, left, 0.0)
+    assert batches_to_switch(5, 10, 20, False) == 1 and paths.on_rows(5, 0)
+    paths.process(0, [tuple(r) for r in rows(5, 10)], 0.0)
     assert isinstance(paths.engine, RowJoin)
-    pairs = fixed + per * 10 + handover * 25  # the columns' cost with the hand-over, against 10 buffered rights
-    assert paths.on_rows(pairs // 10, 0) and not paths.on_rows(pairs // 10 + 1, 0)
+    k = batches_to_switch(225, 10, 25, True)  # a little over the columns' cost
+    assert k > 1 and [paths.on_rows(225, 0) for _ in range(k)] == [True] * (k - 1) + [False]
 
 
 JOIN_APP = """<borealis>

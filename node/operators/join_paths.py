@@ -12,14 +12,18 @@ that hands them over, for two reasons:
 * **size**: a batch goes to the engine that costs less for it, costs
   counted in the row engine's probes of one (tuple, buffered tuple) pair
   (:meth:`JoinPaths.on_rows`): the rows cost the batch's tuples times the
-  other side's buffered ones; the columns a fixed cost per batch
+  other side's buffered ones (plus :attr:`~JoinPaths.per_tuple` for each
+  tuple made a Python tuple); the columns a fixed cost per batch
   (:attr:`~JoinPaths.rows_below`: a few dozen pyarrow and numpy calls,
   about 0.1 ms) plus a cost per buffered tuple of the other side
   (:attr:`~JoinPaths.per_buffered`: its keys encoded, its order values
-  scanned); and whichever does not hold the buffers now also pays their
-  hand-over (:attr:`~JoinPaths.per_handover` per buffered tuple: one
-  conversion through the engines' ``state()`` and ``restore()``), so sizes
-  near the cut-over do not hand the buffers back and forth.  The figures
+  scanned).  The engine holding the buffers keeps them until what it cost
+  more than the other, summed over the batches since it last cost less
+  (the regret), passes the hand-over's cost (:attr:`~JoinPaths.per_handover`
+  per buffered tuple: one conversion through the engines' ``state()`` and
+  ``restore()``): sizes near the cut-over do not hand the buffers back and
+  forth, and an engine the stream has outgrown (buffers filled while small
+  batches went to rows) is left after a few batches, not kept for good.  The figures
   are bench/columnar_operators.py ``--joins``' (docs/benchmarks.md,
   "aurorajoin and join by batch size").  The buffers stay with whichever
   engine took the last batch: a stream of small batches never builds Arrow
@@ -78,6 +82,8 @@ class JoinPaths:
     per_buffered = 8
     #: A hand-over's cost per buffered tuple (both sides), in pair probes (0.5-2.6 µs a tuple one way).
     per_handover = 16
+    #: The row engine's cost per arriving tuple besides its pairs (made a Python tuple, buffered), in pair probes.
+    per_tuple = 4
 
     def __init__(self, kind: str, name: str, rows: Engine, columns: ColumnEngine | None,
                  error: Callable[[str], Exception], rows_below: int | None = None) -> None:
@@ -89,22 +95,29 @@ class JoinPaths:
         if rows_below is not None:
             self.cut_at(rows_below)
         self._holder: Engine = columns if columns is not None else rows
+        self._regret = 0  # what the holder cost more than the other engine, in pairs, since it last cost less
+        self._cut: int | None = None  # a plain cut-over in pairs instead of the costs (cut_at)
 
-    def cut_at(self, pairs: int) -> None:
+    def cut_at(self, pairs: int | None) -> None:
         """Join a batch of at most ``pairs`` (tuple, buffered tuple) pairs on rows, any other on columns, whoever
-        holds the buffers (a plain cut-over, for tests and benches; -1: every batch on columns)."""
-        self.rows_below, self.per_buffered, self.per_handover = pairs, 0, 0
+        holds the buffers (a plain cut-over, for tests and benches; -1: every batch on columns; None: the costs
+        again)."""
+        self._cut = pairs
 
     def on_rows(self, tuples: int, port: int) -> bool:
-        """Whether a batch of ``tuples`` arriving on ``port`` costs less on the row engine (the module docstring)."""
+        """Whether a batch of ``tuples`` arriving on ``port`` goes to the row engine: the holder's regret after it
+        against the hand-over's cost (the module docstring)."""
         other = self._holder.buffered(1 - port)
-        rows, columns = tuples * other, self.rows_below + self.per_buffered * other
-        handover = self.per_handover * self._holder.entries()
-        if self._holder is self.rows:
-            columns += handover
-        else:
-            rows += handover
-        return rows <= columns
+        if self._cut is not None:
+            return tuples * other <= self._cut
+        rows = tuples * (other + self.per_tuple)
+        columns = self.rows_below + self.per_buffered * other
+        held = self._holder is self.rows
+        self._regret = max(0, self._regret + (rows - columns if held else columns - rows + 1))
+        if self._regret <= self.per_handover * self._holder.entries():
+            return held
+        self._regret = 0
+        return not held
 
     @property
     def engine(self) -> Engine:
