@@ -86,14 +86,12 @@ class JoinPaths:
     per_tuple = 4
 
     def __init__(self, kind: str, name: str, rows: Engine, columns: ColumnEngine | None,
-                 error: Callable[[str], Exception], rows_below: int | None = None) -> None:
+                 error: Callable[[str], Exception]) -> None:
         self.kind = kind  # the box type, for the log
         self.name = name
         self.rows = rows
         self.columns = columns  # None: the box joins on rows for good
         self.error = error  # the box's error for a message (OperatorError naming it)
-        if rows_below is not None:
-            self.cut_at(rows_below)
         self._holder: Engine = columns if columns is not None else rows
         self._regret = 0  # what the holder cost more than the other engine, in pairs, since it last cost less
         self._cut: int | None = None  # a plain cut-over in pairs instead of the costs (cut_at)
@@ -113,8 +111,12 @@ class JoinPaths:
         rows = tuples * (other + self.per_tuple)
         columns = self.rows_below + self.per_buffered * other
         held = self._holder is self.rows
-        self._regret = max(0, self._regret + (rows - columns if held else columns - rows + 1))
-        if self._regret <= self.per_handover * self._holder.entries():
+        regret = self._regret + (rows - columns if held else columns - rows + 1)
+        if regret <= 0:  # the holder costs less (the common case: no need to count what a hand-over moves)
+            self._regret = 0
+            return held
+        self._regret = regret
+        if regret <= self.per_handover * self._holder.entries():
             return held
         self._regret = 0
         return not held
@@ -132,8 +134,7 @@ class JoinPaths:
             raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
         columns = self.columns
         if columns is not None:
-            count = rows.batch.num_rows if isinstance(rows, Columns) else len(rows)
-            if not self.on_rows(count, port) and self._hold(columns):
+            if not self.on_rows(len(rows), port) and self._hold(columns):
                 return self._on_columns(columns, port, rows, now)
             if self.columns is not None:
                 self._hold(self.rows)
