@@ -219,14 +219,15 @@ def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_hands_over_w
     batches grow."""
     params = box_params("left.k = right.k", (), [("TUPLES", 1000), ("TUPLES", 1000)], False)
     paths = build(params, rows_below=None).paths
+    costs = paths.costs
 
     def rows(count: int, start: int = 0) -> list[list]:
         return [[1, t, 1.0, "a"] for t in range(start, start + count)]
 
     def batches_to_switch(tuples: int, other: int, entries: int, held_rows: bool) -> int:
-        rows, columns = tuples * (other + paths.per_tuple), paths.rows_below + paths.per_buffered * other
+        rows, columns = tuples * (other + costs.per_tuple), costs.fixed + costs.per_buffered * other
         step = rows - columns if held_rows else columns - rows + 1
-        return paths.per_handover * entries // step + 1
+        return costs.per_handover * entries // step + 1
 
     paths.restore({"buffers": [rows(500), rows(500)], "times": None})
     assert isinstance(paths.engine, ColumnJoin)
@@ -236,8 +237,9 @@ def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_hands_over_w
     assert batches_to_switch(5, 10, 20, False) == 1 and paths.on_rows(5, 0)
     paths.process(0, [tuple(r) for r in rows(5, 10)], 0.0)
     assert isinstance(paths.engine, RowJoin)
-    k = batches_to_switch(225, 10, 25, True)  # a little over the columns' cost
-    assert k > 1 and [paths.on_rows(225, 0) for _ in range(k)] == [True] * (k - 1) + [False]
+    tuples = (costs.fixed + costs.per_buffered * 10) // (10 + costs.per_tuple) + 1  # a little over the columns' cost
+    k = batches_to_switch(tuples, 10, 25, True)
+    assert k > 1 and [paths.on_rows(tuples, 0) for _ in range(k)] == [True] * (k - 1) + [False]
 
 
 JOIN_APP = """<borealis>

@@ -47,7 +47,7 @@ from boreas.wire.row_errors import SchemaMismatch
 from .aurorajoin_columns import AuroraColumns
 from .base import Emitted, Operator
 from .join_columns import PairPlan, PairTranslator
-from .join_paths import JoinPaths
+from .join_paths import AURORAJOIN_COSTS, JoinPaths
 from .join_rows import JoinSpec, Probe, compile_probes
 
 SIDES = ("left", "right")
@@ -134,7 +134,7 @@ class AuroraJoinOperator(Operator):
             if plan is not None:
                 columns = AuroraColumns(schemas, plan, probes, sizes, by_values, orders)
         self.paths = JoinPaths("aurorajoin", box.name, AuroraRows(probes, sizes, by_values, orders), columns,
-                               self.error)
+                               self.error, AURORAJOIN_COSTS)
 
     @property
     def columnar(self) -> bool:

@@ -11,15 +11,14 @@ that hands them over, for two reasons:
 
 * **size**: a batch goes to the engine that costs less for it, costs
   counted in the row engine's probes of one (tuple, buffered tuple) pair
-  (:meth:`JoinPaths.on_rows`): the rows cost the batch's tuples times the
-  other side's buffered ones (plus :attr:`~JoinPaths.per_tuple` for each
-  tuple made a Python tuple); the columns a fixed cost per batch
-  (:attr:`~JoinPaths.rows_below`: a few dozen pyarrow and numpy calls,
-  about 0.1 ms) plus a cost per buffered tuple of the other side
-  (:attr:`~JoinPaths.per_buffered`: its keys encoded, its order values
-  scanned).  The engine holding the buffers keeps them until what it cost
+  (:meth:`JoinPaths.on_rows`, the box's :class:`Costs`): the rows cost the
+  batch's tuples times the other side's buffered ones (plus ``per_tuple``
+  for each tuple made a Python tuple and buffered); the columns a fixed
+  cost per batch (``fixed``: a few dozen pyarrow and numpy calls, about
+  0.1 ms) plus a cost per buffered tuple of the other side
+  (``per_buffered``: its keys encoded, its order values scanned).  The engine holding the buffers keeps them until what it cost
   more than the other, summed over the batches since it last cost less
-  (the regret), passes the hand-over's cost (:attr:`~JoinPaths.per_handover`
+  (the regret), passes the hand-over's cost (``per_handover``
   per buffered tuple: one conversion through the engines' ``state()`` and
   ``restore()``): sizes near the cut-over do not hand the buffers back and
   forth, and an engine the stream has outgrown (buffers filled while small
@@ -40,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -72,26 +72,34 @@ class ColumnEngine(Engine, Protocol):
     schemas: list[pa.Schema]  # each in port's Arrow schema
 
 
+@dataclass(frozen=True)
+class Costs:
+    """A box's costs for the size choice, in row-path pair probes (about 0.04 µs each), measured by
+    bench/columnar_operators.py ``--joins`` (window 20 and 1,000, batches of 10 to 1,000)."""
+
+    fixed: int  # the columns' cost per batch
+    per_buffered: int  # the columns' cost per buffered tuple of the other side
+    per_tuple: int  # the rows' cost per arriving tuple besides its pairs
+    per_handover: int = 16  # a hand-over's per buffered tuple, both sides (0.5-2.6 µs a tuple one way)
+
+
+#: ``join``: about 0.11 ms a batch on columns and 0.25 µs a buffered tuple; rows 0.5 µs a tuple besides its pairs.
+JOIN_COSTS = Costs(fixed=2800, per_buffered=6, per_tuple=12)
+#: ``aurorajoin``: about 0.16 ms a batch on columns (the VALUES cut besides the pairs) and 0.28 µs a buffered tuple.
+AURORAJOIN_COSTS = Costs(fixed=4000, per_buffered=7, per_tuple=12)
+
+
 class JoinPaths:
     """A join box's two engines and which of them holds the buffers now (the module docstring)."""
 
-    #: The columns' fixed cost per batch, in row-path pair probes (the module docstring): measured at 2,750-3,000
-    #: (about 0.11 ms a batch against 0.04 µs a pair; bench/columnar_operators.py --joins).
-    rows_below = 3000
-    #: The columns' cost per buffered tuple of the other side, in pair probes (about 0.35 µs each).
-    per_buffered = 8
-    #: A hand-over's cost per buffered tuple (both sides), in pair probes (0.5-2.6 µs a tuple one way).
-    per_handover = 16
-    #: The row engine's cost per arriving tuple besides its pairs (made a Python tuple, buffered), in pair probes.
-    per_tuple = 4
-
     def __init__(self, kind: str, name: str, rows: Engine, columns: ColumnEngine | None,
-                 error: Callable[[str], Exception]) -> None:
+                 error: Callable[[str], Exception], costs: Costs = JOIN_COSTS) -> None:
         self.kind = kind  # the box type, for the log
         self.name = name
         self.rows = rows
         self.columns = columns  # None: the box joins on rows for good
         self.error = error  # the box's error for a message (OperatorError naming it)
+        self.costs = costs
         self._holder: Engine = columns if columns is not None else rows
         self._regret = 0  # what the holder cost more than the other engine, in pairs, since it last cost less
         self._cut: int | None = None  # a plain cut-over in pairs instead of the costs (cut_at)
@@ -108,15 +116,16 @@ class JoinPaths:
         other = self._holder.buffered(1 - port)
         if self._cut is not None:
             return tuples * other <= self._cut
-        rows = tuples * (other + self.per_tuple)
-        columns = self.rows_below + self.per_buffered * other
+        costs = self.costs
+        rows = tuples * (other + costs.per_tuple)
+        columns = costs.fixed + costs.per_buffered * other
         held = self._holder is self.rows
         regret = self._regret + (rows - columns if held else columns - rows + 1)
         if regret <= 0:  # the holder costs less (the common case: no need to count what a hand-over moves)
             self._regret = 0
             return held
         self._regret = regret
-        if regret <= self.per_handover * self._holder.entries():
+        if regret <= costs.per_handover * self._holder.entries():
             return held
         self._regret = 0
         return not held
