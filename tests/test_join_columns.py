@@ -227,18 +227,20 @@ def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_hands_over_w
     def batches_to_switch(tuples: int, other: int, entries: int, held_rows: bool) -> int:
         rows, columns = tuples * (other + costs.per_tuple), costs.fixed + costs.per_buffered * other
         step = rows - columns if held_rows else columns - rows + 1
-        return costs.per_handover * entries // step + 1
+        return costs.handover(entries) // step + 1
 
     paths.restore({"buffers": [rows(500), rows(500)], "times": None})
     assert isinstance(paths.engine, ColumnJoin)
     k = batches_to_switch(1, 500, 1000, False)
     assert k > 1 and [paths.on_rows(1, 0) for _ in range(k)] == [False] * (k - 1) + [True]
     paths.restore({"buffers": [rows(10), rows(10)], "times": None})
-    assert batches_to_switch(5, 10, 20, False) == 1 and paths.on_rows(5, 0)
+    assert batches_to_switch(5, 10, 20, False) == 2  # against a small buffer: at the second batch
     paths.process(0, [tuple(r) for r in rows(5, 10)], 0.0)
+    assert isinstance(paths.engine, ColumnJoin)
+    paths.process(0, [tuple(r) for r in rows(5, 15)], 0.0)
     assert isinstance(paths.engine, RowJoin)
     tuples = (costs.fixed + costs.per_buffered * 10) // (10 + costs.per_tuple) + 1  # a little over the columns' cost
-    k = batches_to_switch(tuples, 10, 25, True)
+    k = batches_to_switch(tuples, 10, 30, True)
     assert k > 1 and [paths.on_rows(tuples, 0) for _ in range(k)] == [True] * (k - 1) + [False]
 
 
@@ -286,3 +288,43 @@ async def test_a_node_joins_arrow_batches_and_sends_the_pairs_downstream():
     # quote 4 meets trades 1 and 3; trades 6-9 meet quote 4; quote 10 meets the newest 3 trades (7, 8, 9)
     assert out == [(1, 4, 0.5), (3, 4, 1.5), (6, 4, 2.5), (7, 4, 3.5), (8, 4, 4.5), (9, 4, 5.5),
                    (7, 10, 3.0), (8, 10, 4.0), (9, 10, 5.0)]
+
+
+def _trades(port: int, count: int, start: int) -> Columns:
+    names = ["k", "t", "v" if port == 0 else "w", "s"]
+    return Columns(pa.RecordBatch.from_pylist([dict(zip(names, (t % 7, t, 1.0, "a"))) for t in range(start, start + count)],
+                                              schema=arrow_schema(L if port == 0 else R)))
+
+
+def test_batch_sizes_swinging_around_the_cut_over_do_not_move_the_buffers_at_every_swing():
+    """As built, window 20: batches of 50 and 200 tuples in turn (each size twice, both sides) cost about what a
+    hand-over costs either way; the buffers settle with one engine instead of moving at every swing (80 moves in
+    160 batches before), and the engine that handed them over keeps no copy of them."""
+    params = box_params("left.k = right.k", ("left.t", "right.t"), [("TUPLES", 20), ("TUPLES", 20)], False)
+    op, reference = build(params, rows_below=None), build(params, columnar=False)
+    holders, start = [], 0
+    for i in range(160):
+        size = 50 if (i // 2) % 2 == 0 else 200
+        batch = _trades(i % 2, size, start)
+        start += size
+        assert normal(op.process(i % 2, batch, 0.0)) == normal(reference.process(i % 2, batch.rows(), 0.0))
+        holders.append(type(op.paths.engine))
+        idle = op.paths.rows if op.paths.engine is not op.paths.rows else op.paths.columns
+        assert idle.entries() == 0  # one holder of the buffers
+    moves = sum(a is not b for a, b in zip(holders, holders[1:]))
+    assert moves <= 2, moves
+    assert op.state()["buffers"] == reference.state()["buffers"]
+
+
+def test_a_restore_forgets_the_regret_of_the_holder_before():
+    params = box_params("left.k = right.k", (), [("TUPLES", 1000), ("TUPLES", 1000)], False)
+    paths = build(params, rows_below=None).paths
+    paths.restore({"buffers": [[[1, t, 1.0, "a"] for t in range(500)]] * 2, "times": None})
+    costs = paths.costs
+    step = costs.fixed + costs.per_buffered * 500 - 1 * (500 + costs.per_tuple) + 1
+    k = costs.handover(1000) // step + 1  # batches of one tuple until the columns hand over
+    assert k > 1 and [paths.on_rows(1, 0) for _ in range(k - 1)] == [False] * (k - 1)  # regret counted
+    paths.restore({"buffers": [[[1, t, 1.0, "a"] for t in range(500)]] * 2, "times": None})
+    assert [paths.on_rows(1, 0) for _ in range(k - 1)] == [False] * (k - 1)  # from nothing again
+    assert paths.on_rows(1, 0)
+

@@ -18,9 +18,9 @@ that hands them over, for two reasons:
   0.1 ms) plus a cost per buffered tuple of the other side
   (``per_buffered``: its keys encoded, its order values scanned).  The engine holding the buffers keeps them until what it cost
   more than the other, summed over the batches since it last cost less
-  (the regret), passes the hand-over's cost (``per_handover``
-  per buffered tuple: one conversion through the engines' ``state()`` and
-  ``restore()``): sizes near the cut-over do not hand the buffers back and
+  (the regret), passes the hand-over's cost (``handover_fixed`` and
+  ``per_handover`` per buffered tuple: one conversion through the engines'
+  ``state()`` and ``restore()``, the old holder then emptied): sizes near the cut-over do not hand the buffers back and
   forth, and an engine the stream has outgrown (buffers filled while small
   batches went to rows) is left after a few batches, not kept for good.  The figures
   are bench/columnar_operators.py ``--joins``' (docs/benchmarks.md,
@@ -81,6 +81,13 @@ class Costs:
     per_buffered: int  # the columns' cost per buffered tuple of the other side
     per_tuple: int  # the rows' cost per arriving tuple besides its pairs
     per_handover: int = 16  # a hand-over's per buffered tuple, both sides (0.5-2.6 µs a tuple one way)
+    handover_fixed: int = 1600  # a hand-over's own cost, buffers empty or not (state() and restore(): 50-70 µs)
+
+    def handover(self, entries: int) -> int:
+        """The regret that pays for handing ``entries`` buffered tuples over: twice one hand-over, since a stream
+        whose batch sizes swing around the cut-over would make the buffers come back (sizes alternating 50 and
+        200 at window 20 otherwise moved them at every swing, each move costing what the batches saved)."""
+        return 2 * (self.handover_fixed + self.per_handover * entries)
 
 
 #: ``join``: about 0.11 ms a batch on columns and 0.25 µs a buffered tuple; rows 0.5 µs a tuple besides its pairs.
@@ -101,6 +108,8 @@ class JoinPaths:
         self.error = error  # the box's error for a message (OperatorError naming it)
         self.costs = costs
         self._holder: Engine = columns if columns is not None else rows
+        # Each engine's state with nothing buffered: what the one that hands its buffers over is left with
+        self._empty = {id(rows): rows.state(), **({id(columns): columns.state()} if columns is not None else {})}
         self._regret = 0  # what the holder cost more than the other engine, in pairs, since it last cost less
         self._cut: int | None = None  # a plain cut-over in pairs instead of the costs (cut_at)
 
@@ -125,7 +134,7 @@ class JoinPaths:
             self._regret = 0
             return held
         self._regret = regret
-        if regret <= costs.per_handover * self._holder.entries():
+        if regret <= costs.handover(self._holder.entries()):
             return held
         self._regret = 0
         return not held
@@ -181,7 +190,8 @@ class JoinPaths:
                      self.kind, self.name, exc)
             self.columns = None
             return False
-        self._holder = engine
+        old, self._holder = self._holder, engine
+        old.restore(self._empty[id(old)])  # one holder: the old one keeps no stale copy of the buffers
         return True
 
     def _to_rows(self, why: str) -> None:
@@ -196,6 +206,7 @@ class JoinPaths:
 
     def restore(self, state: dict) -> None:
         """Both buffers from either engine's :meth:`state`; restored rows the columns cannot hold go to rows."""
+        self._regret = 0  # (what the holder before cost more says nothing of the one restored)
         if self.columns is not None:
             try:
                 self.columns.restore(state)
