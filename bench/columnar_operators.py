@@ -20,6 +20,19 @@ buffered per side), batches alternating between the sides, the same three
 ways (``--join-tuples`` in all, ``--join-batch`` a batch; each in tuple
 meets about 5 buffered ones), and rows fed to the columnar join.
 
+And the joins by batch size (``--joins``, alone): ``join`` and ``aurorajoin``
+fed the same trades and quotes (batches alternating between the sides, time
+rising by one a tuple on each) at ``--join-batch`` sizes against
+``--join-window`` (the join's buffer sizes in tuples, the aurorajoin's
+``VALUES`` windows in time), four ways: **columns** (as built: a batch of few
+pairs on rows, ``JoinPaths.on_rows``), **columns always** (every batch on
+columns, the cut-over off: what small batches cost before branch colAJ),
+**rows from columns** (``columnar=False`` fed the same ``Columns``) and
+**rows** (lists of tuples); node CPU µs per tuple (``time.process_time``),
+best of ``--repeat`` rounds, and the load average.  Run under ``PYTHONPATH``
+of another tree (``git archive main``) for an A/B: a tree without the size
+choice prints "-" for columns always.
+
 And boxes whose expressions kept them on rows before (``--formerly``): a
 filter with ``sqrt`` (a whole-box ``Unsupported`` until then), a map with
 ``%`` of doubles (fmod, likewise), and a map dividing by ``sensor % 10``,
@@ -32,7 +45,8 @@ each round makes fresh ``Columns`` so no cached rows are reused).  No
 sockets, no node: the operators only.
 
 Usage: ``python bench/columnar_operators.py [--tuples 400000] [--batch 100 2000 20000] [--repeat 5]
-[--join-tuples 20000] [--join-batch 100 1000 5000]``
+[--join-tuples 20000] [--join-batch 100 1000 5000]``; ``python bench/columnar_operators.py --joins
+[--join-batch 10 30 100 1000] [--join-window 20 1000]``
 """
 
 from __future__ import annotations
@@ -51,6 +65,7 @@ from dataplane_data import SENSORS, celsius  # noqa: E402
 from boreas.catalog.boxtypes import builtin_registry  # noqa: E402
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema  # noqa: E402
 from boreas.node.operators.filter import FilterOperator  # noqa: E402
+from boreas.node.operators.aurorajoin import AuroraJoinOperator  # noqa: E402
 from boreas.node.operators.join import JoinOperator  # noqa: E402
 from boreas.node.operators.map import MapOperator  # noqa: E402
 from boreas.wire.columns import Columns, arrow_schema  # noqa: E402
@@ -131,6 +146,74 @@ def join_rate(columnar: bool, feed: list, tuples: int, repeat: int, fresh: bool)
     return tuples / best
 
 
+def sized_join(kind: str, window: int, columnar: bool, rows_below: int | None):
+    """A ``join`` or ``aurorajoin`` of trades and quotes on the symbol (the module docstring); ``rows_below``: its
+    size choice's cut-over (None: as built)."""
+    if kind == "join":
+        params = {**JOIN, "left-buffer-size": str(window), "right-buffer-size": str(window)}
+        box = Box("match", "join", (InPort("t"), InPort("q")), ("out",), tuple(params.items()))
+        make = JoinOperator
+    else:
+        params = {"predicate": "left.symbol = right.symbol", "down-size": str(window), "up-size": str(window),
+                  "left-order-by": "VALUES", "right-order-by": "VALUES", "left-order-on-field": "time",
+                  "right-order-on-field": "time", **{k: v for k, v in JOIN.items() if k.startswith("out-field")}}
+        box = Box("match", "aurorajoin", (InPort("t"), InPort("q")), ("out",), tuple(params.items()))
+        make = AuroraJoinOperator
+    op = make(box, [TRADE, QUOTE], builtin_registry().infer(box, [TRADE, QUOTE]), columnar=columnar)
+    if rows_below is not None:
+        op.paths.cut_at(rows_below)
+    return op
+
+
+def rising_batches(tuples: int, size: int) -> list[tuple[int, pa.RecordBatch]]:
+    """(side, batch) alternating, time rising by one a tuple on each side (an aurorajoin's VALUES windows)."""
+    out, clock = [], [0, 0]
+    for n, start in enumerate(range(0, tuples, size)):
+        side, count = n % 2, min(size, tuples - start)
+        times = range(clock[side], clock[side] + count)
+        clock[side] += count
+        out.append((side, pa.RecordBatch.from_arrays(
+            [pa.array(list(times), pa.int32()), pa.array([f"S{(7 * t + side) % SYMBOLS}" for t in times]),
+             pa.array([100.0 + t % 50 - side for t in times])], schema=arrow_schema(TRADE if side == 0 else QUOTE))))
+    return out
+
+
+def join_cpu(make, feed: list, fresh: bool, repeat: int) -> float:
+    """Best CPU seconds of ``repeat`` rounds, a fresh box each (None if the box has no such choice)."""
+    best = float("inf")
+    for _ in range(repeat):
+        op = make()
+        data = [(side, Columns(b)) for side, b in feed] if fresh else feed
+        started = time.process_time()
+        for side, batch in data:
+            op.process(side, batch, 0.0)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def joins(args: argparse.Namespace) -> None:
+    """join and aurorajoin by batch size and window, four ways (the module docstring)."""
+    print(f"{args.join_tuples:,} tuples, best of {args.repeat}; node CPU µs per tuple; load average {load()}")
+    print(f"{'box':10} {'window':>6} {'batch':>6} {'columns':>8} {'always':>8} {'rows/col':>8} {'rows':>8} "
+          f"{'rows/col ÷ columns':>18}")
+    has_choice = hasattr(sized_join("join", 1, True, None).paths, "cut_at")
+    for kind in ("aurorajoin", "join"):
+        for window in args.join_window:
+            for size in args.join_batch:
+                feed = rising_batches(args.join_tuples, size)
+                rows = [(side, Columns(b).rows()) for side, b in feed]
+                per = 1e6 / args.join_tuples
+                on_columns = join_cpu(lambda: sized_join(kind, window, True, None), feed, True, args.repeat) * per
+                always = (join_cpu(lambda: sized_join(kind, window, True, -1), feed, True, args.repeat) * per
+                          if has_choice else None)
+                via_rows = join_cpu(lambda: sized_join(kind, window, False, None), feed, True, args.repeat) * per
+                plain = join_cpu(lambda: sized_join(kind, window, False, None), rows, False, args.repeat) * per
+                shown = f"{always:8.2f}" if always is not None else f"{'-':>8}"
+                print(f"{kind:10} {window:>6,} {size:>6,} {on_columns:8.2f} {shown} {via_rows:8.2f} {plain:8.2f} "
+                      f"{via_rows / on_columns:>17.2f}x")
+    print(f"load average after: {load()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tuples", type=int, default=400_000)
@@ -139,7 +222,14 @@ def main() -> None:
     parser.add_argument("--join-tuples", type=int, default=20_000)
     parser.add_argument("--join-batch", type=int, nargs="+", default=[100, 1_000, 5_000])
     parser.add_argument("--formerly", action="store_true", help="only the boxes that fell back to rows before")
+    parser.add_argument("--joins", action="store_true", help="only join and aurorajoin by batch size")
+    parser.add_argument("--join-window", type=int, nargs="+", default=[20, 1_000])
     args = parser.parse_args()
+    if args.joins:
+        if args.join_batch == [100, 1_000, 5_000]:
+            args.join_batch = [10, 30, 100, 1_000]
+        joins(args)
+        return
     if args.formerly:
         formerly(args)
         return

@@ -92,10 +92,16 @@ def streams(draw, right: Schema) -> list[tuple[int, Columns, bool, bool]]:
     return events
 
 
-def sized(op: AuroraJoinOperator, small: bool) -> AuroraJoinOperator:
-    """``op`` with its small batches probed tuple by tuple (as built), or with every batch on columns."""
-    if not small and op.paths.columns is not None:
-        op.paths.columns.probe_below = -1
+#: Size choices (``JoinPaths.cut_at``): every batch on columns, cut-overs the drawn batches (0-10 tuples against
+#: buffers of 0-20) straddle, so batches go one way then the other and the buffers are handed over between the
+#: engines mid-stream, and the box's own (every drawn batch on rows).
+CUTS = [-1, 4, 12, 30, None]
+
+
+def sized(op: AuroraJoinOperator, rows_below: int | None) -> AuroraJoinOperator:
+    """``op`` with batches of at most ``rows_below`` (tuple, buffered tuple) pairs joined on rows (None: as built)."""
+    if rows_below is not None:
+        op.paths.cut_at(rows_below)
     return op
 
 
@@ -103,10 +109,10 @@ def sized(op: AuroraJoinOperator, small: bool) -> AuroraJoinOperator:
 @given(predicate=st.sampled_from(PREDICATES + ON_ROWS), outs=st.sampled_from(OUTS), data=st.data(),
        right=st.sampled_from(sorted(RIGHTS)),
        sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2),
-       small=st.booleans())
+       small=st.sampled_from(CUTS))
 def test_aurorajoin_on_columns_emits_what_the_row_path_emits(predicate, outs, data, right, sides, small):
-    """``small``: batches this small are probed tuple by tuple (``probe_below``); else every batch goes the
-    columnar way, as a large one does."""
+    """``small``: the size choice's cut-over (:data:`CUTS`): batches on either side of it, and the buffers handed
+    between the engines, give the row path's tuples and buffers."""
     schema = RIGHTS[right]
     params = box_params(predicate, outs, sides)
     op, reference = sized(build(params, schema), small), build(params, schema, columnar=False)
@@ -184,7 +190,7 @@ def test_the_columnar_path_is_taken_and_emits_columns():
     """A batch of columns on a translatable box is joined on columns (Columns out, no row path probe)."""
     schema = RIGHTS["long"]
     params = box_params("left.k = right.k", ("left.k", "right.t"), [("VALUES", 3), ("VALUES", 5)])
-    op = sized(build(params, schema), small=False)
+    op = sized(build(params, schema), -1)
     assert op.columnar
     rights = pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "w": 0.0}, {"k": 1, "t": 6, "w": 0.0},
                                          {"k": 2, "t": 7, "w": 0.0}], schema=arrow_schema(schema))
@@ -197,7 +203,7 @@ def test_the_columnar_path_is_taken_and_emits_columns():
     assert op.columnar and op.state()["buffers"][1] == [[2, 7, 0.0]]
 
 
-def test_a_batch_by_the_buffer_under_probe_below_is_probed_as_rows_and_a_larger_one_on_columns():
+def test_a_batch_by_the_buffer_under_rows_below_is_joined_on_rows_and_a_larger_one_on_columns():
     """The choice by size: 2 tuples against 3 buffered (6 <= 6) are probed (rows out), the same against a limit of
     5 go on columns (Columns out); the out tuples and buffers the row path's either way."""
     schema = RIGHTS["long"]
@@ -211,7 +217,7 @@ def test_a_batch_by_the_buffer_under_probe_below_is_probed_as_rows_and_a_larger_
     want = reference.process(0, Columns(lefts).rows(), 0.0)
     for limit, kind in ((6, list), (5, Columns)):
         op = build(params, schema)
-        op.paths.columns.probe_below = limit
+        op.paths.cut_at(limit)
         op.process(1, Columns(rights), 0.0)
         [(port, out)] = op.process(0, Columns(lefts), 0.0)
         assert isinstance(out, kind) and normal([(port, out)]) == normal(want) == normal([(0, [(1, 6), (2, 7)])])
@@ -221,12 +227,26 @@ def test_a_batch_by_the_buffer_under_probe_below_is_probed_as_rows_and_a_larger_
 def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buffers():
     """An int in a double field (as rows may carry it) is kept as the row path keeps it: the box goes on rows."""
     params = box_params("left.k = right.k", (), [("TUPLES", 5), ("TUPLES", 5)])
-    op = build(params, RIGHTS["long"])
+    op = sized(build(params, RIGHTS["long"]), -1)
     op.process(0, [(1, 1, 2.0)], 0.0)
     assert op.columnar
     assert op.process(1, [(1, 2, 3)], 0.0) == [(0, [(1, 1, 2.0, 1, 2, 3)])]
     assert not op.columnar
     assert op.process(0, [(1, 3, 4.0)], 0.0) == [(0, [(1, 3, 4.0, 1, 2, 3)])]
+
+
+def test_rows_joined_on_rows_for_their_size_that_the_columns_cannot_hold_keep_the_box_on_rows_when_a_batch_grows():
+    """A small batch of rows is joined by the row engine unconverted; when a large batch would hand the buffers to
+    the columns, the int in a double field does not fit: the box stays on rows, with its buffers, for good."""
+    params = box_params("left.k = right.k", (), [("TUPLES", 5), ("TUPLES", 5)])
+    op = sized(build(params, RIGHTS["long"]), 1)
+    op.process(0, [(1, 1, 2.0)], 0.0)
+    assert op.process(1, [(1, 2, 3)], 0.0) == [(0, [(1, 1, 2.0, 1, 2, 3)])]
+    assert op.columnar and op.paths.engine is op.paths.rows
+    lefts = pa.RecordBatch.from_pylist([{"k": 1, "t": 3, "v": 4.0}, {"k": 2, "t": 4, "v": 5.0}],
+                                       schema=arrow_schema(L))
+    assert op.process(0, Columns(lefts), 0.0) == [(0, [(1, 3, 4.0, 1, 2, 3)])]
+    assert not op.columnar and op.state()["buffers"] == [[[1, 1, 2.0], [1, 3, 4.0], [2, 4, 5.0]], [[1, 2, 3]]]
 
 
 def test_a_changelog_batch_is_refused_as_join_refuses_it():
@@ -250,6 +270,7 @@ def test_equal_keys_are_probed_only_past_the_first_cut(monkeypatch):
     schema = RIGHTS["long"]
     op, reference = (build(box_params("left.k = right.k", (), [("TUPLES", 5), ("TUPLES", 5)]), schema, columnar=c)
                      for c in (True, False))
+    sized(op, -1)  # (3 tuples against 2,000 would be probed on rows)
     rights = pa.RecordBatch.from_pylist([{"k": 1, "t": t, "w": 0.0} for t in range(2000)], schema=arrow_schema(schema))
     lefts = pa.RecordBatch.from_pylist([{"k": 1, "t": t, "v": 0.0} for t in range(3)], schema=arrow_schema(L))
     for port, batch in ((1, rights), (0, lefts)):

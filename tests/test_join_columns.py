@@ -28,6 +28,8 @@ from boreas.node.dataflow import Dataflow
 from boreas.node.inbox import Arrival
 from boreas.node.journal import payload
 from boreas.node.operators.join import JoinOperator
+from boreas.node.operators.join_columns import ColumnJoin
+from boreas.node.operators.join_rows import RowJoin
 from boreas.wire.columns import Columns, arrow_schema, as_rows, read_rows
 from boreas.wire.frames import ARROW, Batch, decode
 from hypothesis import HealthCheck, given, settings
@@ -66,9 +68,19 @@ def box_params(predicate: str, outs: tuple[str, ...], sides: list[tuple[str, int
     return params
 
 
-def build(params: dict[str, str], columnar: bool = True) -> JoinOperator:
+#: Size choices (``JoinPaths.cut_at``): every batch on columns, cut-overs the drawn batches (0-12 tuples against
+#: buffers of 0-6) straddle, so batches go one way then the other and the buffers are handed over between the
+#: engines mid-stream, and the box's own (every drawn batch on rows).
+CUTS = [-1, 4, 12, 30, None]
+
+
+def build(params: dict[str, str], columnar: bool = True, rows_below: int | None = -1) -> JoinOperator:
+    """The box; ``rows_below``: its size choice's cut-over (-1: every batch on columns; None: as built)."""
     box = Box("j", "join", (InPort("l"), InPort("r")), ("out",), tuple(params.items()))
-    return JoinOperator(box, [L, R], TYPES.infer(box, [L, R]), columnar=columnar)
+    op = JoinOperator(box, [L, R], TYPES.infer(box, [L, R]), columnar=columnar)
+    if rows_below is not None:
+        op.paths.cut_at(rows_below)
+    return op
 
 
 @st.composite
@@ -101,8 +113,8 @@ def streams(draw) -> list[tuple[int, Columns, float, bool, bool]]:
     return events
 
 
-def moved(op: JoinOperator, params: dict[str, str]) -> JoinOperator:
-    fresh = build(params)
+def moved(op: JoinOperator, params: dict[str, str], rows_below: int | None) -> JoinOperator:
+    fresh = build(params, rows_below=rows_below)
     fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
     return fresh
 
@@ -111,10 +123,12 @@ def moved(op: JoinOperator, params: dict[str, str]) -> JoinOperator:
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(predicate=st.sampled_from(PREDICATES + ON_ROWS), outs=st.sampled_from(OUTS),
        sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2),
-       timeout=st.booleans(), events=streams())
-def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, timeout, events):
+       timeout=st.booleans(), events=streams(), rows_below=st.sampled_from(CUTS))
+def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, timeout, events, rows_below):
+    """``rows_below``: the size choice's cut-over (:data:`CUTS`): batches on either side of it, and the buffers
+    handed between the engines, give the row path's tuples and buffers."""
     params = box_params(predicate, outs, sides, timeout)
-    op, reference = build(params), build(params, columnar=False)
+    op, reference = build(params, rows_below=rows_below), build(params, columnar=False)
     assert op.columnar == (predicate in PREDICATES) and not reference.columnar
     now = 0.0
     for port, columns, passed, as_row, move in events:
@@ -126,7 +140,7 @@ def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, t
             if isinstance(out, Columns):
                 assert out.batch.schema.equals(arrow_schema(op.outputs[0]))
         if move:
-            op = moved(op, params)
+            op = moved(op, params, rows_below)
     assert normal([(0, [tuple(r) for r in b]) for b in op.state()["buffers"]]) == normal(
         [(0, [tuple(r) for r in b]) for b in reference.state()["buffers"]])
     assert op.state_entries() == reference.state_entries()
@@ -144,6 +158,7 @@ def test_the_trade_join_runs_on_columns_and_narrows_pairs_by_its_equality():
               "out-field.2": "left.price - right.bid", "out-field-name.2": "spread"}
     box = Box("match", "join", (InPort("t"), InPort("q")), ("out",), tuple(params.items()))
     op = JoinOperator(box, [trade, quote], TYPES.infer(box, [trade, quote]))
+    op.paths.cut_at(-1)  # 2 quotes against 3 trades would be joined on rows (test_small_batches_...)
     assert op.columnar
     trades = pa.RecordBatch.from_pylist([{"time": 1, "symbol": "IBM", "price": 100.5},
                                          {"time": 2, "symbol": "HP", "price": 20.0},
@@ -164,6 +179,69 @@ def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buff
     assert op.process(1, [(1, 2, 3, "b")], 0.0) == [(0, [(1, 1, 2.0, "a", 1, 2, 3, "b")])]
     assert not op.columnar
     assert op.process(0, [(1, 3, 4.0, "c")], 0.0) == [(0, [(1, 3, 4.0, "c", 1, 2, 3, "b")])]
+
+
+def test_batches_join_on_rows_or_columns_by_size_and_hand_the_buffers_and_times_over():
+    """The size choice (``JoinPaths.cut_at``): a batch of at most that many (tuple, buffered tuple) pairs is
+    joined by the row engine (rows out), a larger one by the columns (Columns out), the buffers and their arrival
+    times handed over each time the engine changes; tuples, buffers and the timeout's expiry the row path's."""
+    params = box_params("left.k = right.k", ("left.t", "right.t"), [("VALUES", 6), ("TUPLES", 4)], True)
+    op, reference = build(params, rows_below=6), build(params, columnar=False)
+
+    def side(port: int, ts: list[int]) -> Columns:
+        names = ["k", "t", "v" if port == 0 else "w", "s"]
+        return Columns(pa.RecordBatch.from_pylist([dict(zip(names, (1, t, 1.0, "a"))) for t in ts],
+                                                  schema=arrow_schema(L if port == 0 else R)))
+
+    # (port, order values, seconds passed, the engine that takes the batch); pairs: the batch times the other buffer
+    feed = [(0, [1, 2], 0.0, RowJoin), (1, [1, 2, 3, 4], 1.0, ColumnJoin), (0, [3], 1.0, RowJoin),
+            (1, [5], 1.0, RowJoin), (0, [4, 5, 6], 4.0, ColumnJoin), (1, [6, 7], 0.0, RowJoin),
+            (0, [9, 10], 6.0, RowJoin), (1, [8, 9, 10, 11], 0.5, ColumnJoin)]
+    now, emitted = 0.0, set()
+    for port, ts, passed, engine in feed:
+        now += passed
+        columns = side(port, ts)
+        got, want = op.process(port, columns, now), reference.process(port, columns.rows(), now)
+        assert normal(got) == normal(want)
+        assert isinstance(op.paths.engine, engine)
+        emitted |= {(engine, type(out)) for _, out in got}
+        assert op.state()["buffers"] == reference.state()["buffers"]
+        assert op.state()["times"] == reference.state()["times"]
+    assert emitted == {(RowJoin, list), (ColumnJoin, Columns)}
+    assert op.columnar
+
+
+def test_the_size_choice_weighs_pairs_against_the_columns_costs_and_hands_over_when_the_regret_pays_for_it():
+    """As built (``JoinPaths.on_rows``): rows cost the batch times the other buffer (and a little a tuple), the
+    columns a fixed cost plus one per tuple of the other buffer; the engine holding the buffers keeps them until
+    what it cost more, summed since it last cost less, passes the hand-over's cost: small batches against a large
+    buffer held as columns go to rows only after a few of them, against a small one at once; and back again when
+    batches grow."""
+    params = box_params("left.k = right.k", (), [("TUPLES", 1000), ("TUPLES", 1000)], False)
+    paths = build(params, rows_below=None).paths
+    costs = paths.costs
+
+    def rows(count: int, start: int = 0) -> list[list]:
+        return [[1, t, 1.0, "a"] for t in range(start, start + count)]
+
+    def batches_to_switch(tuples: int, other: int, entries: int, held_rows: bool) -> int:
+        rows, columns = tuples * (other + costs.per_tuple), costs.fixed + costs.per_buffered * other
+        step = rows - columns if held_rows else columns - rows + 1
+        return costs.handover(entries) // step + 1
+
+    paths.restore({"buffers": [rows(500), rows(500)], "times": None})
+    assert isinstance(paths.engine, ColumnJoin)
+    k = batches_to_switch(1, 500, 1000, False)
+    assert k > 1 and [paths.on_rows(1, 0) for _ in range(k)] == [False] * (k - 1) + [True]
+    paths.restore({"buffers": [rows(10), rows(10)], "times": None})
+    assert batches_to_switch(5, 10, 20, False) == 2  # against a small buffer: at the second batch
+    paths.process(0, [tuple(r) for r in rows(5, 10)], 0.0)
+    assert isinstance(paths.engine, ColumnJoin)
+    paths.process(0, [tuple(r) for r in rows(5, 15)], 0.0)
+    assert isinstance(paths.engine, RowJoin)
+    tuples = (costs.fixed + costs.per_buffered * 10) // (10 + costs.per_tuple) + 1  # a little over the columns' cost
+    k = batches_to_switch(tuples, 10, 30, True)
+    assert k > 1 and [paths.on_rows(tuples, 0) for _ in range(k)] == [True] * (k - 1) + [False]
 
 
 JOIN_APP = """<borealis>
@@ -210,3 +288,43 @@ async def test_a_node_joins_arrow_batches_and_sends_the_pairs_downstream():
     # quote 4 meets trades 1 and 3; trades 6-9 meet quote 4; quote 10 meets the newest 3 trades (7, 8, 9)
     assert out == [(1, 4, 0.5), (3, 4, 1.5), (6, 4, 2.5), (7, 4, 3.5), (8, 4, 4.5), (9, 4, 5.5),
                    (7, 10, 3.0), (8, 10, 4.0), (9, 10, 5.0)]
+
+
+def _trades(port: int, count: int, start: int) -> Columns:
+    names = ["k", "t", "v" if port == 0 else "w", "s"]
+    return Columns(pa.RecordBatch.from_pylist([dict(zip(names, (t % 7, t, 1.0, "a"))) for t in range(start, start + count)],
+                                              schema=arrow_schema(L if port == 0 else R)))
+
+
+def test_batch_sizes_swinging_around_the_cut_over_do_not_move_the_buffers_at_every_swing():
+    """As built, window 20: batches of 50 and 200 tuples in turn (each size twice, both sides) cost about what a
+    hand-over costs either way; the buffers settle with one engine instead of moving at every swing (80 moves in
+    160 batches before), and the engine that handed them over keeps no copy of them."""
+    params = box_params("left.k = right.k", ("left.t", "right.t"), [("TUPLES", 20), ("TUPLES", 20)], False)
+    op, reference = build(params, rows_below=None), build(params, columnar=False)
+    holders, start = [], 0
+    for i in range(160):
+        size = 50 if (i // 2) % 2 == 0 else 200
+        batch = _trades(i % 2, size, start)
+        start += size
+        assert normal(op.process(i % 2, batch, 0.0)) == normal(reference.process(i % 2, batch.rows(), 0.0))
+        holders.append(type(op.paths.engine))
+        idle = op.paths.rows if op.paths.engine is not op.paths.rows else op.paths.columns
+        assert idle.entries() == 0  # one holder of the buffers
+    moves = sum(a is not b for a, b in zip(holders, holders[1:]))
+    assert moves <= 2, moves
+    assert op.state()["buffers"] == reference.state()["buffers"]
+
+
+def test_a_restore_forgets_the_regret_of_the_holder_before():
+    params = box_params("left.k = right.k", (), [("TUPLES", 1000), ("TUPLES", 1000)], False)
+    paths = build(params, rows_below=None).paths
+    paths.restore({"buffers": [[[1, t, 1.0, "a"] for t in range(500)]] * 2, "times": None})
+    costs = paths.costs
+    step = costs.fixed + costs.per_buffered * 500 - 1 * (500 + costs.per_tuple) + 1
+    k = costs.handover(1000) // step + 1  # batches of one tuple until the columns hand over
+    assert k > 1 and [paths.on_rows(1, 0) for _ in range(k - 1)] == [False] * (k - 1)  # regret counted
+    paths.restore({"buffers": [[[1, t, 1.0, "a"] for t in range(500)]] * 2, "times": None})
+    assert [paths.on_rows(1, 0) for _ in range(k - 1)] == [False] * (k - 1)  # from nothing again
+    assert paths.on_rows(1, 0)
+

@@ -24,11 +24,14 @@ order fields).  ``timeout`` is refused (not built).  State: both buffers.
 Two paths, one semantics, as ``join``'s: a batch at a time on Arrow columns
 (:mod:`.aurorajoin_columns`) where the predicate and out fields translate
 exactly (``join``'s pair translation, :class:`~.join_columns.PairPlan`),
-else a tuple at a time (:class:`AuroraRows`, the reference).  Rows arriving
-at a columnar aurorajoin are made columns and its out tuples rows again; a
-batch of rows the columns cannot hold as they are (an int in a double
-field) hands the buffers to the row path for good, through ``state()``
-(both paths and that hand-over owned by :class:`~.join_paths.JoinPaths`,
+else a tuple at a time (:class:`AuroraRows`, the reference).  A batch of
+few (tuple, buffered tuple) pairs is joined by the row path even on a
+columnar box, the buffers handed over (the columns' fixed cost per batch is
+more than its probes); rows arriving at a columnar aurorajoin for its
+columns are made columns and its out tuples rows again; a batch of rows the
+columns cannot hold as they are (an int in a double field) hands the
+buffers to the row path for good, through ``state()`` (both paths, the
+size choice and the hand-overs owned by :class:`~.join_paths.JoinPaths`,
 as ``join``'s).
 """
 
@@ -44,7 +47,7 @@ from boreas.wire.row_errors import SchemaMismatch
 from .aurorajoin_columns import AuroraColumns
 from .base import Emitted, Operator
 from .join_columns import PairPlan, PairTranslator
-from .join_paths import JoinPaths
+from .join_paths import AURORAJOIN_COSTS, JoinPaths
 from .join_rows import JoinSpec, Probe, compile_probes
 
 SIDES = ("left", "right")
@@ -91,6 +94,9 @@ class AuroraRows:
     def entries(self) -> int:
         return len(self.buffers[0]) + len(self.buffers[1])
 
+    def buffered(self, side: int) -> int:
+        return len(self.buffers[side])
+
     def state(self) -> dict[str, Any]:
         return {"buffers": [[list(r) for r in b] for b in self.buffers]}
 
@@ -128,7 +134,7 @@ class AuroraJoinOperator(Operator):
             if plan is not None:
                 columns = AuroraColumns(schemas, plan, probes, sizes, by_values, orders)
         self.paths = JoinPaths("aurorajoin", box.name, AuroraRows(probes, sizes, by_values, orders), columns,
-                               self.error)
+                               self.error, AURORAJOIN_COSTS)
 
     @property
     def columnar(self) -> bool:

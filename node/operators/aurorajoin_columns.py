@@ -30,8 +30,9 @@ the whole batch:
 * then the other buffer drops what the last tuple's cut left behind, and
   the batch enters its own buffer.
 
-A batch whose tuples times the other buffer's are few (:attr:`AuroraColumns.probe_below`) is cut by the row
-loop and probed tuple by tuple instead: the columns' fixed cost per batch would be more than the probes.
+A batch whose tuples times the other buffer's are few is joined by the row path instead, buffers and all
+(:class:`~.join_paths.JoinPaths` chooses and hands them over): the columns' fixed cost per batch would be more
+than its probes.
 
 A batch the pair translation cannot treat exactly (:class:`~.arrow_exprs.
 Fallback`: a zero divisor, a null where Python would fail) is probed by the
@@ -189,20 +190,12 @@ class AuroraColumns:
         self.orders = orders
         self.buffers = [SideRows(schemas[0]), SideRows(schemas[1])]
 
-    #: A batch whose tuples times the other buffer's are at most this many is probed tuple by tuple (its out
-    #: tuples rows): below it the columns' fixed cost per batch (a few dozen numpy/pyarrow calls, ~0.1-0.2 ms)
-    #: is more than the row path's probes (docs/operators.md, "aurorajoin", has the figures).
-    probe_below = 4096
-
     def process(self, port: int, batch: pa.RecordBatch, now: float = 0.0) -> pa.RecordBatch | list[tuple]:
         """The out tuples of ``batch`` arriving on ``port``: columns, or rows from the row path's probes (``now``:
         unused, an aurorajoin has no timeout)."""
         if not batch.num_rows:
             return []
-        side = 1 - port
-        other = self.buffers[side]
-        if batch.num_rows * len(other) <= self.probe_below:
-            return self._small(port, batch, other)
+        other = self.buffers[1 - port]
         buffered = other.batch()
         cuts = self._cuts(port, batch, buffered)
         out: pa.RecordBatch | list[tuple] = []
@@ -211,22 +204,6 @@ class AuroraColumns:
                 out = self._pairs(port, batch, buffered, cuts)
             except arrow_exprs.Fallback:
                 out = self._probed(port, batch, other.rows(), cuts)
-        other.drop(int(cuts[-1]))
-        self.buffers[port].append(batch)
-        return out
-
-    def _small(self, port: int, batch: pa.RecordBatch, other: SideRows) -> list[tuple]:
-        """A small batch as the row path takes it: cuts by its loop, pairs by its probes; the buffers as after
-        the columnar path."""
-        side = 1 - port
-        buffered = other.rows()
-        if self.by_values[side]:
-            mine, theirs = self.orders[port], self.orders[side]
-            cuts = cuts_by_rows(batch.column(mine).to_pylist(), [row[theirs] for row in buffered],  # type: ignore
-                                self.sizes[side])
-        else:
-            cuts = np.full(batch.num_rows, max(0, len(buffered) - int(self.sizes[side])), dtype=np.int64)
-        out = self._probed(port, batch, buffered, cuts) if buffered else []
         other.drop(int(cuts[-1]))
         self.buffers[port].append(batch)
         return out
@@ -275,6 +252,9 @@ class AuroraColumns:
 
     def entries(self) -> int:
         return len(self.buffers[0]) + len(self.buffers[1])
+
+    def buffered(self, side: int) -> int:
+        return len(self.buffers[side])
 
     def state(self) -> dict:
         return {"buffers": [[list(r) for r in b.rows()] for b in self.buffers]}

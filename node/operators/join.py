@@ -27,11 +27,13 @@ fails is None.
 Two paths, one semantics: a batch at a time on Arrow columns
 (:mod:`.join_columns`, buffers in :mod:`.join_buffer`) where the predicate
 and out fields translate exactly, else a tuple at a time (:mod:`.join_rows`,
-the reference).  Rows arriving at a columnar join are made columns, and its
-out tuples are rows again; a batch of rows whose values the columns cannot
+the reference), which also takes a batch of few (tuple, buffered tuple)
+pairs on a columnar join, the buffers handed over (the columns' fixed cost
+per batch is more than its probes).  Rows arriving at a columnar join for
+its columns are made columns, and its out tuples are rows again; a batch of rows whose values the columns cannot
 hold as they are (an int in a double field) hands the buffers to the row
 path for good, through the same ``state()`` a move carries (both paths and
-that hand-over owned by :class:`~.join_paths.JoinPaths`).  A changelog is
+the hand-overs owned by :class:`~.join_paths.JoinPaths`).  A changelog is
 refused at submission (catalog/changelog.py): a windowed join of arrivals
 cannot apply a retraction.
 """

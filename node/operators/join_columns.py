@@ -199,6 +199,9 @@ class ColumnJoin:
     def entries(self) -> int:
         return sum(map(len, self.buffers))
 
+    def buffered(self, side: int) -> int:
+        return len(self.buffers[side])
+
     def state(self) -> dict:
         """The buffers (and arrival times) as the row path saves them (:meth:`.join_rows.RowJoin.state`)."""
         return {

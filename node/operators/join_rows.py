@@ -140,6 +140,9 @@ class RowJoin:
     def entries(self) -> int:
         return sum(map(len, self.buffers))
 
+    def buffered(self, side: int) -> int:
+        return len(self.buffers[side])
+
     def state(self) -> dict:
         """The buffers (and arrival times) as :meth:`~.join.JoinOperator.state` saves them."""
         return {

@@ -18,6 +18,7 @@ from boreas.m3.cumulus import definitions, member
 from boreas.m3.cumulus.stable import EpochDeltas
 from boreas.m3.runtime.native.backend import NativeMaps
 from boreas.m3.runtime import views
+from boreas.node.operators.join_paths import JoinPaths
 from boreas.regional.catalog import RegionalCatalog
 from boreas.regional.component import RegionalComponent
 from boreas.regional.copy_stream import _CopyTarget
@@ -54,3 +55,4 @@ rownumber.ranked_sql  # a top-N as plain SQL with the box's tie order: bench/nex
 TopNM3Operator.top_rows  # a top-N box's result now: bench/nexmark_boreas.py reads it (the view alone is the unranked rows)
 views.interpreted_row_value  # the interpreter's row evaluation: the reference m3/runtime/viewcode.py's compiled one is compared with row by row (docs/m3.md, "The runtime"; tests/m3/test_viewcode.py)
 LayeredSet._from_iterable  # collections.abc.Set's operator mixins call it to build their result (a frozenset: the constructor takes base, added, removed)
+JoinPaths.cut_at  # bench/columnar_operators.py --joins turns the size choice off with it ("always": docs/benchmarks.md, "aurorajoin and join by batch size"); the tests straddle a plain cut-over with it
