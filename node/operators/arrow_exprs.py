@@ -86,7 +86,7 @@ from sqlglot import expressions as exp
 
 from boreas.catalog.expressions import Scope, infer_type, parse_expression
 from boreas.catalog.model import FieldType, Schema
-from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, compile_expression, kind_of
+from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, kind_of
 from boreas.wire.columns import ARROW_TYPES, Columns
 
 from . import arrow_logic, arrow_math, arrow_ops
@@ -112,6 +112,7 @@ class Translator:
         self.schema = schema
         self.scope = Scope.single(schema)
         self.per_row = per_row
+        self.nullable = nullable
         self._index = {f.name: (i, f.type) for i, f in enumerate(schema.fields)}
         self._nullable = {f.name for f in schema.fields if f.nullable} if not nullable else set()
 
@@ -120,7 +121,7 @@ class Translator:
         tree = parse_expression(text)
         infer_type(tree, self.scope)  # the catalog's checks, as the row path makes them
         truth = arrow_logic.truth(self._node(tree))
-        row = _when_needed(lambda: self._row_predicate(tree)) if self.per_row else None
+        row = _when_needed(lambda: self._row_code(tree, truth=True)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
             ev = Eval(batch)
@@ -137,19 +138,26 @@ class Translator:
         infer_type(tree, self.scope)
         node = _coerced(self._node(tree), kind_of(ftype))
         arrow_type = ARROW_TYPES[ftype]
-        row = _when_needed(lambda: compile_expression(text, self.scope)) if self.per_row else None
+        row = _when_needed(lambda: self._row_code(tree, truth=False)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
             ev = Eval(batch)
             return _as_arrow_type(_patched(_evaluated(node.run, ev), ev, row), arrow_type)
         return run
 
-    def _row_predicate(self, tree: exp.Expression) -> Callable[[tuple], bool]:
-        """The row code's truth of ``tree`` on one row: a failing predicate is false (filter.py's loop)."""
-        builder = CodeBuilder(self.scope, ["row"])
-        source = builder.translate(tree).source
-        return builder.define(f"def _truth(row):\n    try:\n        return bool({source})\n"
-                              f"    except _ERRORS:\n        return False\n", "_truth")
+    def _row_code(self, tree: exp.Expression, truth: bool) -> Callable[[tuple], Any]:
+        """The row code of ``tree`` on one batch row, as the box's row path compiles it: the value (None where
+        it fails, ``compile_expression``/a table box's ``compiled``) or, with ``truth``, its truth (false where
+        it fails: filter.py's loop, a table's ``where``)."""
+        builder, bind = self.row_builder()
+        value = f"bool({builder.translate(tree).source})" if truth else builder.value(tree).source
+        return builder.define(f"def _row(row):\n{bind}    try:\n        return {value}\n"
+                              f"    except _ERRORS:\n        return {'False' if truth else 'None'}\n", "_row")
+
+    def row_builder(self) -> tuple[CodeBuilder, str]:
+        """The row code's builder over this translator's scope, and the line binding its row variables from
+        ``row``, a row of the batches it reads (one in stream's: ``row`` itself)."""
+        return CodeBuilder(self.scope, ["row"]), ""
 
     # -- the tree walk (once per box) ---------------------------------------------------
 

@@ -40,7 +40,7 @@ from sqlglot import expressions as exp
 
 from boreas.catalog.expressions import Scope, parse_expression
 from boreas.catalog.model import Schema
-from boreas.node.compile import INT, STR, kind_of
+from boreas.node.compile import INT, STR, CodeBuilder, kind_of
 from boreas.wire.columns import arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
 
@@ -56,9 +56,12 @@ BLOCK = 1 << 20
 class PairTranslator(arrow_exprs.Translator):
     """Expressions over ``left.x``/``right.y`` on a batch of pairs: the left's columns, then the right's."""
 
-    def __init__(self, left: Schema, right: Schema, qualifiers: tuple[str, str] = ("left", "right")) -> None:
-        """``qualifiers``: what names the two sides (a table box's ``input`` and its table: :mod:`.table_columns`)."""
-        super().__init__(left)
+    def __init__(self, left: Schema, right: Schema, qualifiers: tuple[str, str] = ("left", "right"), *,
+                 per_row: bool = False, nullable: bool = False) -> None:
+        """``qualifiers``: what names the two sides (a table box's ``input`` and its table: :mod:`.table_columns`);
+        ``per_row``, ``nullable``: as :class:`~.arrow_exprs.Translator`'s (a flagged pair's row code is the box's
+        expression over the pair's two rows, :meth:`row_builder`)."""
+        super().__init__(left, per_row=per_row, nullable=nullable)
         self.scope = Scope(((qualifiers[0], left), (qualifiers[1], right)))
         self.sides = {qualifiers[0]: (0, left), qualifiers[1]: (len(left.fields), right)}
         self.fields = [*left.fields, *right.fields]
@@ -81,9 +84,16 @@ class PairTranslator(arrow_exprs.Translator):
 
     def _column(self, tree: exp.Column) -> Node:
         i, kind = self.locate(tree)
-        if self.fields[i].nullable:  # SQL's three-valued logic is the row path's (node/null_logic.py)
+        if self.fields[i].nullable and not self.nullable:  # the caller does not take three-valued logic
             raise arrow_exprs.Unsupported(f"field {tree.sql()!r} is nullable")
         return Node(kind, lambda batch: batch.column(i), nullable=True)
+
+    def row_builder(self) -> tuple[CodeBuilder, str]:
+        """The row code over the two sides' rows, each a slice of a pair batch's row (its left's columns, then
+        its right's), as the box's row path compiles its expressions over (input, row) or (left, right)."""
+        width = len(self.fields) - len(list(self.sides.values())[1][1].fields)
+        bind = f"    left_row, right_row = row[:{width}], row[{width}:]\n"
+        return CodeBuilder(self.scope, ["left_row", "right_row"]), bind
 
 
 class ColumnJoin:

@@ -72,7 +72,8 @@ class TableColumns:
             schemas = arrow_schema(inputs), arrow_schema(table)
         except SchemaMismatch:
             return None
-        plan = PairPlan.make(PairTranslator(inputs, table, qualifiers), where, out_fields, output)
+        translator = PairTranslator(inputs, table, qualifiers, per_row=True, nullable=True)
+        plan = PairPlan.make(translator, where, out_fields, output)
         return cls(*schemas, plan) if plan is not None else None
 
     def rows_batch(self, rows: KeyedRows) -> pa.RecordBatch:
@@ -143,7 +144,7 @@ class InsertValues:
             schema = arrow_schema(inputs)
         except SchemaMismatch:
             return None
-        translator = arrow_exprs.Translator(inputs)
+        translator = arrow_exprs.Translator(inputs, per_row=True, nullable=True)
         values = [stored_value(translator, text, field, column)
                   for text, field, column in zip(texts, table.fields, arrow)]
         return cls(schema, values) if all(v is not None for v in values) else None
