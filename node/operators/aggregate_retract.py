@@ -33,7 +33,7 @@ import pyarrow as pa
 from boreas.catalog.model import Schema
 
 from .accumulators import parse_call
-from .aggregate_args import ArgumentColumns
+from .aggregate_args import ArgumentColumns, reads_nullable
 from .aggregate_groups import group_codes, numbers
 from .aggregate_multisets import MULTISETS, multiset_deltas
 
@@ -65,7 +65,7 @@ class ColumnRetract:
             elif arg in names:  # a nullable field's sum: (sum, count) deltas, as its entry keeps both
                 fields.append((func, names[arg], func == "sum" and schema.fields[names[arg]].nullable))
             elif arg not in names and (column := args.add(arg)) is not None:  # an expression: a column of its own
-                fields.append((func, column, False))
+                fields.append((func, column, func == "sum" and reads_nullable(schema, arg)))
             else:
                 return None
         return cls(fields, groups, order, size, advance, args)
