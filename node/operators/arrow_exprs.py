@@ -20,12 +20,15 @@ Exact, row by row
       beside a double, ``sqrt(-1)``, text that is not a plain number: see
       :mod:`.arrow_nodes`), and the entry points compute those rows with
       the box's own compiled row code and put the values in place
-      (``per_row=True``; a filter's and a map's translator);
+      (``per_row=True``: every box's translator since branch colJT --
+      filter, map, an aggregate's arguments, a table box's ``where`` and
+      values, a join's and an aurorajoin's predicate and out fields; over
+      a batch of pairs the row code reads the pair's two rows,
+      :meth:`Translator.row_builder`);
     * :class:`Fallback` at run time -- flagged rows where no row code is at
-      hand (``per_row=False``: the join, table and aggregate translators),
-      or a value the out field's Arrow type cannot hold as the row path's
-      tuple does (an int beyond the field's range, a double a ``single``
-      would round): that batch goes the row path;
+      hand (``per_row=False``), or a value the out field's Arrow type cannot
+      hold as the row path's tuple does (an int beyond the field's range, a
+      double a ``single`` would round): that batch goes the row path;
     * :class:`Unsupported` at build time -- an expression this module does
       not translate: the box keeps its row path for every batch.
 
@@ -98,12 +101,13 @@ _MATH = (exp.Sqrt, exp.Ln, exp.Exp)
 
 
 class Translator:
-    """Translates the expressions of one box over one in stream's schema (a filter's or a map's).
+    """Translates the expressions of one box over one in stream's schema (a filter's, a map's, an aggregate's
+    arguments, a table insert's values; :class:`~.join_columns.PairTranslator`: over pairs of two schemas' rows).
 
     ``per_row``: flagged rows get the row code's values (else the batch raises :class:`Fallback`), and the
     operations added with it translate (math functions, ``%`` of doubles, casts of text, ``coalesce``,
     ``null``, ``is true``, ``and``/``or``/``not`` of non-comparisons: else :class:`Unsupported`, the
-    coverage the join, table and aggregate translators were built and tested with);
+    coverage the join, table and aggregate translators had before branch colJT);
     ``nullable``: fields declared nullable are read, with the row code's three-valued logic (else
     :class:`Unsupported`).
     """

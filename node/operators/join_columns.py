@@ -22,10 +22,15 @@ predicate holds, ordered by i then j.  :class:`ColumnJoin` computes it so:
 
 Exact or the row path: the translation refuses at build time an expression
 it cannot evaluate exactly (:meth:`ColumnJoin.make` says None and the box
-keeps its row path, :mod:`.join_rows`), and a batch holding a value on
-which Python would fail or compute otherwise (a zero divisor, an ordering
-with None) is probed by the row path's generated code against the buffer's
-rows instead, before anything changed.  The buffers (:mod:`.join_buffer`)
+keeps its row path, :mod:`.join_rows`); a pair on which Python would fail
+or might compute otherwise (a zero divisor, ``sqrt(-1)``, an int64
+overflow, text that is no plain number) gets its predicate's and out
+fields' values from the box's row code over that pair's two rows
+(:meth:`PairTranslator.row_builder`), and nullable fields take its
+three-valued logic, the batch staying columns; a batch whose values a
+column cannot hold as the row path's tuple does (a Python int beyond
+int64, :class:`~.arrow_exprs.Fallback`) is probed by the row path's
+generated code against the buffer's rows instead, before anything changed.  The buffers (:mod:`.join_buffer`)
 are the same either way, so the next batch continues exactly.
 """
 
@@ -125,7 +130,7 @@ class ColumnJoin:
             target = arrow_schema(output)
         except SchemaMismatch:
             return None
-        translator = PairTranslator(inputs[0], inputs[1])
+        translator = PairTranslator(inputs[0], inputs[1], per_row=True, nullable=True)
         try:
             mask = translator.predicate(spec.predicate)
             fields = [translator.value(e, f.type) for e, f in zip(spec.out_fields, output.fields)] or None

@@ -26,11 +26,15 @@ The table's rows are made a batch once per version of the table
 of reads between two writes converts the table once.
 
 Exact or the row path: a box whose ``where``, out fields or schemas do not
-translate keeps the row path (:meth:`TableColumns.make` says None); a batch
-on which the columns cannot be exact -- :class:`~.arrow_exprs.Fallback` (a
-zero divisor, a null where Python would fail), or table rows the columns
-cannot hold as they are (:class:`~.join_buffer.Unfit`) -- is read by the
-row path, which gives the same rows; nothing here is state.
+translate keeps the row path (:meth:`TableColumns.make` says None); a pair
+or input tuple on which Python might compute otherwise than the columns (a
+zero divisor, ``sqrt(-1)``, an int64 overflow, text that is no plain
+number) gets its value from the box's row code alone, and nullable fields
+take its three-valued logic (:mod:`.arrow_exprs`, "Exact, row by row"); a
+batch on which the columns still cannot be exact --
+:class:`~.arrow_exprs.Fallback` (a Python int beyond int64), or table rows
+the columns cannot hold as they are (:class:`~.join_buffer.Unfit`) -- is
+read by the row path, which gives the same rows; nothing here is state.
 """
 
 from __future__ import annotations
