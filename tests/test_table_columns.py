@@ -41,7 +41,9 @@ OUTS = [(), ("left.k * 10 + right.v", "right.w"), ("left.d / right.w",)]
 
 
 def app(box: str, nullable: bool = False) -> str:
-    """``nullable``: v, w and d may hold SQL's NULL, and the input has a nullable string ``s`` (text casts)."""
+    """``nullable``: v, w and d are declared nullable, and the input has a nullable string ``s`` (text casts).  The
+    input's take SQL's three-valued logic; the table's are not nullable as its boxes see them (catalog/table_params.py
+    ``bound_table`` drops the flag), so a None there is Python's, in the row path and on columns alike."""
     null = ' nullable="true"' if nullable else ""
     text = '<field name="s" type="string" size="8" nullable="true"/>' if nullable else ""
     return f"""<borealis>
