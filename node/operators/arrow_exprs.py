@@ -20,11 +20,8 @@ Exact, row by row
       beside a double, ``sqrt(-1)``, text that is not a plain number: see
       :mod:`.arrow_nodes`), and the entry points compute those rows with
       the box's own compiled row code and put the values in place
-      (``per_row=True``: every box's translator since branch colJT --
-      filter, map, an aggregate's arguments, a table box's ``where`` and
-      values, a join's and an aurorajoin's predicate and out fields; over
-      a batch of pairs the row code reads the pair's two rows,
-      :meth:`Translator.row_builder`);
+      (``per_row=True``: every box's translator since branch colJT; over a
+      batch of pairs the row code reads the pair's two rows, :meth:`Translator.row_builder`);
     * :class:`Fallback` at run time -- flagged rows where no row code is at
       hand (``per_row=False``), or a value the out field's Arrow type cannot
       hold as the row path's tuple does (an int beyond the field's range, a
