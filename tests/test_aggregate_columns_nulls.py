@@ -206,7 +206,8 @@ def test_expression_arguments_on_columns_give_what_rows_give(drawn, functions, d
                                st.sampled_from([1, 1, -1, 2, 0]), st.sampled_from(TEXTS)), max_size=50),
        cuts=st.lists(st.integers(0, 50), max_size=4), advance=st.sampled_from([None, "5"]),
        functions=st.sampled_from([["sum(sqrt(x))", "count(ln(x))", "avg(coalesce(n, 1) * 2)", "count()"],
-                                  ["sum(n * 3)", "avg(cast(s as int))", "sum(x % 2.0)"]]))
+                                  ["sum(n * 3)", "avg(cast(s as int))", "sum(x % 2.0)"],
+                                  ["sum(coalesce(n, 0))", "sum(coalesce(x, -1.5))", "count()"]]))
 def test_nullable_expression_changelog_on_columns_gives_what_rows_give(data, cuts, advance, functions):
     test_nullable_changelog_on_columns_gives_what_rows_give.hypothesis.inner_test(
         [(g, t, x, n, w) for g, t, x, n, w, _ in data], cuts, advance, functions)

@@ -35,7 +35,10 @@ from support.property_scale import examples
 SELECT_WHERES = ["T.k == input.k", "T.k == input.k or T.v == input.v", "T.w > input.d and T.k = input.k",
                  "T.v / input.v > 0", "T.w < input.d", None]
 JOIN_PREDICATES = ["right.k = left.k", "right.k = left.k or right.v > left.v", "left.d / right.w > 1.0", "1 = 1"]
-ON_ROWS = {"select": ["cast(T.w as varchar) = 'x'"], "joinstatic": ["cast(right.w as varchar) = 'x'"]}
+ON_ROWS = {"select": ["cast(T.w as varchar) = 'x'",
+                      # (the row path tests the value made its inferred type, int: 0.5 and 0.5 is 0, false there)
+                      "input.d and T.w", "T.k = input.k or input.d"],
+           "joinstatic": ["cast(right.w as varchar) = 'x'", "left.d or right.w"]}
 COLUMNS = ["*", "v, T.k", "w"]
 OUTS = [(), ("left.k * 10 + right.v", "right.w"), ("left.d / right.w",)]
 

@@ -30,10 +30,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from boreas.catalog.expressions import Scope, infer_field, parse_expression
 from boreas.catalog.model import Schema
 
 from .accumulators import parse_call
-from .aggregate_args import ArgumentColumns, reads_nullable
+from .aggregate_args import ArgumentColumns
 from .aggregate_groups import group_codes, numbers
 from .aggregate_multisets import MULTISETS, multiset_deltas
 
@@ -65,7 +66,10 @@ class ColumnRetract:
             elif arg in names:  # a nullable field's sum: (sum, count) deltas, as its entry keeps both
                 fields.append((func, names[arg], func == "sum" and schema.fields[names[arg]].nullable))
             elif arg not in names and (column := args.add(arg)) is not None:  # an expression: a column of its own
-                fields.append((func, column, func == "sum" and reads_nullable(schema, arg)))
+                # (nullable as the row path's Retracting sees it: the catalog's inference, a coalesce with a
+                # non-nullable argument is not, whatever fields it reads)
+                fields.append((func, column, func == "sum" and infer_field("_", parse_expression(arg),
+                                                                          Scope.single(schema)).nullable))
             else:
                 return None
         return cls(fields, groups, order, size, advance, args)

@@ -44,9 +44,9 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from boreas.catalog.expressions import infer_type, parse_expression
+from boreas.catalog.expressions import ExpressionError, infer_type, parse_expression
 from boreas.catalog.model import Field, Schema
-from boreas.node.compile import kind_of
+from boreas.node.compile import BOOL, CodeBuilder, kind_of
 from boreas.wire.columns import arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
 
@@ -77,6 +77,8 @@ class TableColumns:
         except SchemaMismatch:
             return None
         translator = PairTranslator(inputs, table, qualifiers, per_row=True, nullable=True)
+        if where is not None and not truth_kept(translator, where):
+            return None
         plan = PairPlan.make(translator, where, out_fields, output)
         return cls(*schemas, plan) if plan is not None else None
 
@@ -173,3 +175,15 @@ def stored_value(translator: arrow_exprs.Translator, text: str, field: Field,
         return translator.value(text, field.type)
     except (arrow_exprs.Unsupported, ValueError):
         return None
+
+
+def truth_kept(translator: PairTranslator, where: str) -> bool:
+    """Whether a table box's ``where`` holds on columns where its row path's does: that path converts the value to
+    its inferred type before testing it (``compiled`` in :mod:`.table`), so ``input.d and T.w`` of 0.5 and 0.5 is
+    int 0 there, false, where its truth on columns is true; only a value already of that type, or a bool, tests
+    the same both ways (others keep the row path)."""
+    try:
+        translation = CodeBuilder(translator.scope).translate(where)
+    except ExpressionError:  # (the columns' own translation refuses it and names why)
+        return True
+    return translation.kind in (kind_of(translation.type), BOOL)
