@@ -153,3 +153,82 @@ def test_nullable_changelog_on_columns_gives_what_rows_give(data, cuts, advance,
     weights = [w for *_, w in data]
     shared.changelogs_agree(on_columns, on_rows, [columns(rows[a:b], weights[a:b]) for a, b in shared.cut(rows, cuts)],
                             counters=False)
+
+
+# -- expression arguments over nullable fields, math, text casts (issue 30, item 7's per-box list) ------------------
+# The argument translator takes the row code for the rows that need it (sqrt(-1), ln(0), a double's %, int64
+# overflow, text that is no number): those rows' arguments are the row code's (None where it fails, skipped),
+# the batch stays columns.
+
+BIG = 4611686018427387904  # 2**62
+EXPRESSIONS = [["sum(sqrt(x))", "avg(ln(x) * 2.0)", "min(coalesce(n, g))", "count(x % 2.0)", "count()"],
+               ["max(coalesce(x, 0.5) / time)", "firstval(exp(x))", "lastval(n % 3)", "sum(pow(x, 0.5))"],
+               ["sum(cast(s as int))", "avg(cast(s as double))", "count(cast(s as int) + n)", "max(g * n)"],
+               [f"count(n * {BIG})", "avg(n + g)", "sum(coalesce(n, 0) - g)", "min(log(2, x))"]]
+# (count of the overflowing product: a batch where it overflows reads rows, and a window's state stays within what
+# msgpack moves; a sum of it would not, on either path)
+EDGES = [0.0, -0.0, -1.0, 0.5, 2.0, 800.0, float("inf"), float("-inf")]
+TEXTS = ["1", " 2", "-3", "1.5", "x", "", "9e9"]
+
+
+@st.composite
+def edgy_streams(draw) -> list[tuple]:
+    """:func:`streams` with text in ``s`` that may or may not be a number, and doubles at math's edges."""
+    out = []
+    for g, _, time, x, n in draw(streams()):
+        x = draw(st.sampled_from(EDGES)) if x is not None and draw(st.integers(0, 2)) == 0 else x
+        out.append((g, draw(st.sampled_from(TEXTS)), time, x, n))
+    return out
+
+
+def test_expressions_over_nullable_fields_and_math_are_taken_on_columns():
+    for functions in EXPRESSIONS:
+        for by in ("VALUES", "TUPLES"):
+            params = as_params({"by": by, "window-size": "5", "group-by": "g", "order-by": "FIELD",
+                                "functions": functions})
+            assert aggregate(params)._runs is not None, (by, functions)
+
+
+@settings(max_examples=max(10, int(40 * SCALE)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(drawn=params_strategy, functions=st.sampled_from(EXPRESSIONS), data=edgy_streams(),
+       cuts=st.lists(st.integers(0, 120), max_size=6), move_at=st.integers(-1, 6), any_runs=st.booleans())
+def test_expression_arguments_on_columns_give_what_rows_give(drawn, functions, data, cuts, move_at, any_runs,
+                                                              monkeypatch):
+    test_nullable_arguments_on_columns_give_what_rows_give.hypothesis.inner_test(
+        {**drawn, "functions": functions}, data, cuts, move_at, any_runs, monkeypatch)
+
+
+@settings(max_examples=max(10, int(30 * SCALE)), deadline=None)
+@given(data=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30),
+                               st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.sampled_from(EDGES), st.none()),
+                               st.one_of(st.integers(-2 ** 40, 2 ** 40), st.none(), st.none()),
+                               st.sampled_from([1, 1, -1, 2, 0]), st.sampled_from(TEXTS)), max_size=50),
+       cuts=st.lists(st.integers(0, 50), max_size=4), advance=st.sampled_from([None, "5"]),
+       functions=st.sampled_from([["sum(sqrt(x))", "count(ln(x))", "avg(coalesce(n, 1) * 2)", "count()"],
+                                  ["sum(n * 3)", "avg(cast(s as int))", "sum(x % 2.0)"],
+                                  ["sum(coalesce(n, 0))", "sum(coalesce(x, -1.5))", "count()"]]))
+def test_nullable_expression_changelog_on_columns_gives_what_rows_give(data, cuts, advance, functions):
+    test_nullable_changelog_on_columns_gives_what_rows_give.hypothesis.inner_test(
+        [(g, t, x, n, w) for g, t, x, n, w, _ in data], cuts, advance, functions)
+
+
+@pytest.mark.parametrize("by", ["VALUES", "TUPLES"])
+def test_a_batch_with_nulls_and_failing_math_is_not_read_as_rows(by, monkeypatch):
+    """NULLs, sqrt(-1), ln(0), a text that is no int: those rows' arguments are the row code's, and no row of the
+    batch goes through the per-tuple code (it read rows whole before)."""
+    monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)
+    monkeypatch.setattr(aggregate_emit, "MIN_INNER", 0)
+    params = as_params({"by": by, "window-size": "3", "order-by": "TUPLENUM",
+                        "functions": ["sum(sqrt(x))", "avg(ln(x))", "sum(cast(s as int))", "min(coalesce(n, g))"]})
+    data = [(0, "1", 0, 4.0, None), (0, "x", 1, -1.0, 5), (0, " 2", 2, None, 2), (0, "3", 3, 0.0, None),
+            (0, "", 4, 9.0, -1), (0, "4", 5, 1.0, None)]
+    op, reference = aggregate(params), aggregate(params)
+    loops: list = []
+    for name in ("by_values", "by_tuples"):
+        general = getattr(op._windows, name)
+        setattr(op._windows, name, lambda *args, general=general: (loops.append(1), general(*args))[1])
+    got = op.process(0, columns(data), 0.0) + op.end_of_input(1.0)
+    want = reference.process(0, data, 0.0) + reference.end_of_input(1.0)
+    assert close(got, want)
+    assert loops == []

@@ -41,14 +41,15 @@ RIGHTS = {  # the right side's order field: a long (past 2**52 sometimes) or a d
 }
 
 PREDICATES = ["left.k = right.k", "1 = 1", "left.t <= right.t", "left.v / right.w > 1.0",
-              "left.k = right.k and left.v < right.w", "right.k = left.k or left.t = right.t"]
-ON_ROWS = ["sqrt(left.v) > 1.0"]
+              "left.k = right.k and left.v < right.w", "right.k = left.k or left.t = right.t",
+              "cast(left.v as varchar) = 'x'"]
+ON_ROWS = ["min(left.k, left.v) + 1.0 > right.t"]  # arithmetic on an int-or-double value: no columnar translation
 OUTS = [(), ("left.k", "right.t"), ("left.v / right.w", "left.t")]
 
 
-def build(params: dict[str, str], right: Schema, columnar: bool = True) -> AuroraJoinOperator:
+def build(params: dict[str, str], right: Schema, columnar: bool = True, left: Schema = L) -> AuroraJoinOperator:
     box = Box("j", "aurorajoin", (InPort("l"), InPort("r")), ("out",), tuple(params.items()))
-    return AuroraJoinOperator(box, [L, right], TYPES.infer(box, [L, right]), columnar=columnar)
+    return AuroraJoinOperator(box, [left, right], TYPES.infer(box, [left, right]), columnar=columnar)
 
 
 def box_params(predicate: str, outs: tuple[str, ...], sides: list[tuple[str, int]]) -> dict[str, str]:
@@ -80,12 +81,12 @@ def batch(draw, schema: Schema, start: int) -> Columns:
 
 
 @st.composite
-def streams(draw, right: Schema) -> list[tuple[int, Columns, bool, bool]]:
+def streams(draw, right: Schema, left: Schema = L) -> list[tuple[int, Columns, bool, bool]]:
     """(port, batch, given as rows?, move the box after it?) events."""
     events, clock = [], [0, 0]
     for _ in range(draw(st.integers(1, 10))):
         port = draw(st.integers(0, 1))
-        columns = draw(batch(L if port == 0 else right, clock[port]))
+        columns = draw(batch(left if port == 0 else right, clock[port]))
         times = [t for t in columns.batch.column(1).to_pylist() if t is not None and t == t and t < 2**50]
         clock[port] = int(max([clock[port], *times]))
         events.append((port, columns, draw(st.booleans()), draw(st.integers(0, 5)) == 0))
@@ -117,7 +118,13 @@ def test_aurorajoin_on_columns_emits_what_the_row_path_emits(predicate, outs, da
     params = box_params(predicate, outs, sides)
     op, reference = sized(build(params, schema), small), build(params, schema, columnar=False)
     assert op.columnar == (predicate in PREDICATES) and not reference.columnar
-    for port, columns, as_row, move in data.draw(streams(schema)):
+    agree(op, reference, data.draw(streams(schema)), lambda: sized(build(params, schema), small))
+
+
+def agree(op: AuroraJoinOperator, reference: AuroraJoinOperator, events: list, fresh) -> None:
+    """``op`` emits and keeps what ``reference`` (the row path) does, batch after batch (moved into ``fresh()``
+    where an event says so)."""
+    for port, columns, as_row, move in events:
         got = op.process(port, columns.rows() if as_row else columns, 0.0)
         want = reference.process(port, columns.rows(), 0.0)
         assert normal(got) == normal(want)
@@ -125,12 +132,52 @@ def test_aurorajoin_on_columns_emits_what_the_row_path_emits(predicate, outs, da
             if isinstance(out, Columns):
                 assert out.batch.schema.equals(arrow_schema(op.outputs[0]))
         if move:
-            fresh = sized(build(params, schema), small)
-            fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
-            op = fresh
+            moved = fresh()
+            moved.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
+            op = moved
         assert normal([(0, b) for b in op.state()["buffers"]]) == normal(
             [(0, b) for b in reference.state()["buffers"]])
     assert op.state_entries() == reference.state_entries()
+
+
+# -- nullable fields, math functions, overflow-prone ints in the predicate (issue 30, item 7's per-box list) --------
+# The pairs a flagged row of the pair batch stands for get the box's row code over (left, right); the batch stays
+# columns.
+
+BIG = 4611686018427387904  # 2**62
+NL = Schema("NL", (Field("k", FieldType.INT), Field("t", FieldType.INT), Field("v", FieldType.DOUBLE, nullable=True)))
+NR = Schema("NR", (Field("k", FieldType.LONG, nullable=True), Field("t", FieldType.LONG),
+                   Field("w", FieldType.DOUBLE, nullable=True)))
+NULL_PREDICATES = ["left.k = right.k", "sqrt(left.v) > right.w", "coalesce(right.w, left.v) > 1.0",
+                   "ln(left.v) < right.w or left.k = right.k", "left.v % right.w > 0.5", f"left.k * {BIG} > right.k",
+                   "pow(right.w, 2.0) > left.v and right.k is not null", "exp(right.w) > left.v"]
+NULL_OUTS = [(), ("coalesce(left.v, right.w)", "sqrt(right.w)"), (f"right.k * {BIG}", "ln(left.v)")]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(predicate=st.sampled_from(NULL_PREDICATES), outs=st.sampled_from(NULL_OUTS), data=st.data(),
+       sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2))
+def test_nullable_fields_and_math_in_an_aurorajoin_on_columns_are_the_row_path(predicate, outs, data, sides):
+    params = box_params(predicate, outs, sides)
+    op, reference = sized(build(params, NR, left=NL), False), build(params, NR, columnar=False, left=NL)
+    assert op.columnar
+    agree(op, reference, data.draw(streams(NR, NL)), lambda: sized(build(params, NR, left=NL), False))
+
+
+def test_a_batch_with_nulls_and_failing_math_is_joined_on_columns(monkeypatch):
+    """NULLs, sqrt(-1), an int64 overflow in the predicate: those pairs take the row code, the batch is joined on
+    columns (the row path's probe is never called)."""
+    params = box_params(f"sqrt(left.v) > right.w or left.k * {BIG} > right.k", ("left.k", "right.w"),
+                        [("TUPLES", 9), ("TUPLES", 9)])
+    op, reference = sized(build(params, NR, left=NL), False), build(params, NR, columnar=False, left=NL)
+    rights = Columns(pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "w": 0.5}, {"k": None, "t": 2, "w": None},
+                                                 {"k": 5, "t": 3, "w": -1.0}], schema=arrow_schema(NR)))
+    lefts = Columns(pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "v": 4.0}, {"k": 3, "t": 2, "v": -1.0},
+                                                {"k": 0, "t": 3, "v": None}], schema=arrow_schema(NL)))
+    want = reference.process(1, rights.rows(), 0.0) + reference.process(0, lefts.rows(), 0.0)
+    monkeypatch.setattr(op.paths.columns, "probes", [lambda *a: pytest.fail("probed as rows")] * 2)
+    got = op.process(1, rights, 0.0) + op.process(0, lefts, 0.0)
+    assert normal(got) == normal(want) and all(isinstance(out, Columns) for _, out in got)
 
 
 @settings(max_examples=examples(200), deadline=None)

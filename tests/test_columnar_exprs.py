@@ -135,7 +135,8 @@ def test_an_int_beyond_int64_in_a_long_field_sends_the_batch_to_the_row_path():
 
 
 def test_a_translator_without_row_code_falls_back_on_a_flagged_row():
-    """The join, table and aggregate translators (``per_row=False``) keep their whole-batch Fallback."""
+    """A translator without row code (``per_row=False``; every box's has it since branch colJT) keeps the
+    whole-batch Fallback."""
     plain = Schema("P", (Field("y", FieldType.LONG),))
     batch = pa.record_batch([pa.array([0, 2], pa.int64())], names=["y"])
     with pytest.raises(arrow_exprs.Fallback):

@@ -27,6 +27,7 @@ from boreas.catalog.model import Box, Field, FieldType, InPort, Schema, Subscrip
 from boreas.node.dataflow import Dataflow
 from boreas.node.inbox import Arrival
 from boreas.node.journal import payload
+from boreas.node.operators import join_columns
 from boreas.node.operators.join import JoinOperator
 from boreas.node.operators.join_columns import ColumnJoin
 from boreas.node.operators.join_rows import RowJoin
@@ -46,9 +47,9 @@ R = Schema("R", (Field("k", FieldType.LONG), Field("t", FieldType.INT), Field("w
 PREDICATES = [  # all translate; some batches still fall back (a zero divisor, an ordering with None)
     "left.k = right.k", "left.s = right.s and left.v < right.w", "left.k = right.k and left.t <= right.t",
     "1 = 1", "left.t < right.t", "left.v / right.w > 1.0", "(left.k = right.k) and (left.s <> right.s)",
-    "right.k = left.k or left.t = right.t", "left.k + 1 = right.k",
+    "right.k = left.k or left.t = right.t", "left.k + 1 = right.k", "cast(left.v as varchar) = right.s",
 ]
-ON_ROWS = ["sqrt(left.v) > 1.0"]
+ON_ROWS = ["min(left.k, left.v) + 1.0 > right.w"]  # arithmetic on an int-or-double value: no columnar translation
 OUTS = [(), ("left.k", "right.t"), ("left.v / right.w", "concat(left.s, right.s)"), ("max(left.t, right.t)",),
         ("left.t - right.t", "left.s")]
 
@@ -74,10 +75,12 @@ def box_params(predicate: str, outs: tuple[str, ...], sides: list[tuple[str, int
 CUTS = [-1, 4, 12, 30, None]
 
 
-def build(params: dict[str, str], columnar: bool = True, rows_below: int | None = -1) -> JoinOperator:
+def build(params: dict[str, str], columnar: bool = True, rows_below: int | None = -1,
+          sides: tuple[Schema, Schema] | None = None) -> JoinOperator:
     """The box; ``rows_below``: its size choice's cut-over (-1: every batch on columns; None: as built)."""
+    left, right = sides or (L, R)
     box = Box("j", "join", (InPort("l"), InPort("r")), ("out",), tuple(params.items()))
-    op = JoinOperator(box, [L, R], TYPES.infer(box, [L, R]), columnar=columnar)
+    op = JoinOperator(box, [left, right], TYPES.infer(box, [left, right]), columnar=columnar)
     if rows_below is not None:
         op.paths.cut_at(rows_below)
     return op
@@ -100,12 +103,12 @@ def batch(draw, schema: Schema, start: int) -> Columns:
 
 
 @st.composite
-def streams(draw) -> list[tuple[int, Columns, float, bool, bool]]:
+def streams(draw, sides: tuple[Schema, Schema] = (L, R)) -> list[tuple[int, Columns, float, bool, bool]]:
     """(port, batch, seconds since the last batch, given as rows?, move the box after it?) events."""
     events, clock = [], [0, 0]
     for _ in range(draw(st.integers(1, 10))):
         port = draw(st.integers(0, 1))
-        columns = draw(batch(L if port == 0 else R, clock[port]))
+        columns = draw(batch(sides[port], clock[port]))
         times = [t for t in columns.batch.column(1).to_pylist() if t is not None]
         clock[port] = max([clock[port], *times])
         events.append((port, columns, draw(st.sampled_from([0.0, 1.0, 3.0, 6.0])), draw(st.booleans()),
@@ -113,8 +116,9 @@ def streams(draw) -> list[tuple[int, Columns, float, bool, bool]]:
     return events
 
 
-def moved(op: JoinOperator, params: dict[str, str], rows_below: int | None) -> JoinOperator:
-    fresh = build(params, rows_below=rows_below)
+def moved(op: JoinOperator, params: dict[str, str], rows_below: int | None,
+          sides: tuple[Schema, Schema] | None = None) -> JoinOperator:
+    fresh = build(params, rows_below=rows_below, sides=sides)
     fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
     return fresh
 
@@ -130,6 +134,12 @@ def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, t
     params = box_params(predicate, outs, sides, timeout)
     op, reference = build(params, rows_below=rows_below), build(params, columnar=False)
     assert op.columnar == (predicate in PREDICATES) and not reference.columnar
+    agree(op, reference, events, params, rows_below=rows_below)
+
+
+def agree(op: JoinOperator, reference: JoinOperator, events: list, params: dict[str, str],
+          sides: tuple[Schema, Schema] | None = None, rows_below: int | None = -1) -> None:
+    """``op`` emits and keeps what ``reference`` (the row path) does, batch after batch, moved where told."""
     now = 0.0
     for port, columns, passed, as_row, move in events:
         now += passed
@@ -140,10 +150,58 @@ def test_join_on_columns_emits_what_the_row_path_emits(predicate, outs, sides, t
             if isinstance(out, Columns):
                 assert out.batch.schema.equals(arrow_schema(op.outputs[0]))
         if move:
-            op = moved(op, params, rows_below)
+            op = moved(op, params, rows_below, sides)
     assert normal([(0, [tuple(r) for r in b]) for b in op.state()["buffers"]]) == normal(
         [(0, [tuple(r) for r in b]) for b in reference.state()["buffers"]])
     assert op.state_entries() == reference.state_entries()
+
+
+# -- nullable fields, math functions, text casts, overflow-prone ints (issue 30, item 7's per-box list) -------------
+# A flagged row of the pair batch (a pair where Python might compute otherwise) gets the box's row code over
+# (left, right); the batch stays columns.
+
+BIG = 4611686018427387904  # 2**62
+NL = Schema("NL", (Field("k", FieldType.INT), Field("t", FieldType.INT), Field("v", FieldType.DOUBLE, nullable=True),
+                   Field("s", FieldType.STRING, 4, nullable=True)))
+NR = Schema("NR", (Field("k", FieldType.LONG, nullable=True), Field("t", FieldType.INT),
+                   Field("w", FieldType.DOUBLE, nullable=True), Field("s", FieldType.STRING, 4)))
+NULL_PREDICATES = ["left.k = right.k", "coalesce(right.k, 0) = left.k and sqrt(left.v) < right.w",
+                   "ln(right.w) > left.v or left.s is null", "cast(left.s as int) = right.k",
+                   "left.v % right.w > 0.5", f"left.k * {BIG} > right.k", "pow(left.v, right.w) > 1.0",
+                   "cast(right.s as double) < left.v", "left.s = right.s and not (left.v > right.w)"]
+NULL_OUTS = [(), ("coalesce(left.v, right.w)", "sqrt(right.w)"), ("cast(left.s as int) + right.k", "left.s"),
+             (f"left.k * {BIG}",)]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(predicate=st.sampled_from(NULL_PREDICATES), outs=st.sampled_from(NULL_OUTS),
+       sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2),
+       timeout=st.booleans(), events=streams((NL, NR)))
+def test_nullable_fields_math_and_text_casts_in_a_join_on_columns_are_the_row_path(predicate, outs, sides, timeout,
+                                                                                      events):
+    params = box_params(predicate, outs, sides, timeout)
+    op, reference = build(params, sides=(NL, NR)), build(params, columnar=False, sides=(NL, NR))
+    assert op.columnar
+    agree(op, reference, events, params, (NL, NR))
+
+
+def test_a_batch_with_nulls_and_failing_math_is_joined_on_columns(monkeypatch):
+    """NULLs, sqrt(-1), text that is no int: those pairs take the row code; the batch is joined on columns (the
+    row path's probe is never called)."""
+    params = box_params("sqrt(left.v) < right.w or cast(left.s as int) = right.k", ("left.k", "right.w"),
+                        [("TUPLES", 9), ("TUPLES", 9)], False)
+    op, reference = build(params, sides=(NL, NR)), build(params, columnar=False, sides=(NL, NR))
+    rights = Columns(pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "w": 0.5, "s": "a"},
+                                                 {"k": None, "t": 2, "w": None, "s": "b"},
+                                                 {"k": 3, "t": 3, "w": 9.0, "s": "c"}], schema=arrow_schema(NR)))
+    lefts = Columns(pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "v": 4.0, "s": " 3"},
+                                                {"k": 3, "t": 2, "v": -1.0, "s": "x"},
+                                                {"k": 0, "t": 3, "v": None, "s": None}], schema=arrow_schema(NL)))
+    want = reference.process(1, rights.rows(), 0.0) + reference.process(0, lefts.rows(), 0.0)
+    monkeypatch.setattr(join_columns.ColumnJoin, "_probed", lambda *a: pytest.fail("probed as rows"))
+    got = op.process(1, rights, 0.0) + op.process(0, lefts, 0.0)
+    assert normal(got) == normal(want) and all(isinstance(out, Columns) for _, out in got)
+    assert normal(got) == normal([(0, [(1, 9.0)])])  # only (k 1, " 3") with (k 3, w 9.0); sqrt(-1): no pair
 
 
 def test_the_trade_join_runs_on_columns_and_narrows_pairs_by_its_equality():

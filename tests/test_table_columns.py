@@ -17,10 +17,12 @@ from __future__ import annotations
 import html
 
 import pyarrow as pa
+import pytest
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.table_params import bind
 from boreas.catalog.validate import stream_schemas
 from boreas.m3.boxtype import box_types
+from boreas.node.operators import table
 from boreas.node.operators.table import (DeleteOperator, InsertOperator, JoinStaticOperator, SelectOperator,
                                          UpdateOperator)
 from boreas.node.operators.table_rows import KeyedRows
@@ -33,15 +35,25 @@ from support.property_scale import examples
 SELECT_WHERES = ["T.k == input.k", "T.k == input.k or T.v == input.v", "T.w > input.d and T.k = input.k",
                  "T.v / input.v > 0", "T.w < input.d", None]
 JOIN_PREDICATES = ["right.k = left.k", "right.k = left.k or right.v > left.v", "left.d / right.w > 1.0", "1 = 1"]
-ON_ROWS = {"select": ["sqrt(T.w) > input.d"], "joinstatic": ["sqrt(right.w) > left.d"]}
+ON_ROWS = {"select": ["min(T.k, T.w) + 1.0 > input.d",
+                      # (the row path tests the value made its inferred type, int: 0.5 and 0.5 is 0, false there)
+                      "input.d and T.w", "T.k = input.k or input.d"],
+           "joinstatic": ["min(right.k, right.w) + 1.0 > left.d", "left.d or right.w"]}
 COLUMNS = ["*", "v, T.k", "w"]
 OUTS = [(), ("left.k * 10 + right.v", "right.w"), ("left.d / right.w",)]
 
 
-def app(box: str) -> str:
+def app(box: str, nullable: bool = False) -> str:
+    """``nullable``: v, w and d are declared nullable, and the input has a nullable string ``s`` (text casts).  The
+    input's take SQL's three-valued logic; the table's are not nullable as its boxes see them (catalog/table_params.py
+    ``bound_table`` drops the flag), so a None there is Python's, in the row path and on columns alike."""
+    null = ' nullable="true"' if nullable else ""
+    text = '<field name="s" type="string" size="8" nullable="true"/>' if nullable else ""
     return f"""<borealis>
-  <schema name="Row"><field name="k" type="int"/><field name="v" type="int"/><field name="w" type="double"/></schema>
-  <schema name="Ask"><field name="k" type="int"/><field name="v" type="int"/><field name="d" type="double"/></schema>
+  <schema name="Row"><field name="k" type="int"/><field name="v" type="int"{null}/><field name="w" type="double"{null}/>
+  </schema>
+  <schema name="Ask"><field name="k" type="int"/><field name="v" type="int"{null}/><field name="d" type="double"{null}/>
+  {text}</schema>
   <input stream="Read" schema="Ask"/>
   <table name="T" schema="Row"><key field="k"/></table>
   {box}
@@ -85,9 +97,9 @@ def joinstatic_box(predicate: str, outs: tuple[str, ...]) -> str:
             f'<parameter name="predicate" value="{html.escape(predicate)}"/>{fields}</box>')
 
 
-def build(text: str):
+def build(text: str, nullable: bool = False):
     """The box built columnar and on rows, each with its table's rows (the same changes go to both)."""
-    plan = plan_submission(Catalog(), [read_document(app(text), "app.xml")], box_types())
+    plan = plan_submission(Catalog(), [read_document(app(text, nullable), "app.xml")], box_types())
     assert not plan.problems, plan.problems
     schemas = stream_schemas(plan.catalog, box_types())
     box = bind(plan.catalog.boxes["b"], plan.catalog)
@@ -122,8 +134,8 @@ def run(op, reference, tables, schema, history) -> None:
     for change, tuples, as_rows in history:
         for rows in tables:
             apply(rows, change)
-        batch = Columns(pa.RecordBatch.from_pylist([dict(zip(("k", "v", "d"), t)) for t in tuples],
-                                                   schema=arrow_schema(schema)))
+        names = [f.name for f in schema.fields]
+        batch = Columns(pa.RecordBatch.from_pylist([dict(zip(names, t)) for t in tuples], schema=arrow_schema(schema)))
         got = op.process(0, batch.rows() if as_rows else batch, 0.0)
         want = reference.process(0, batch.rows(), 0.0)
         assert normal(got) == normal(want)
@@ -157,7 +169,7 @@ def test_delete_on_columns_deletes_and_emits_what_the_row_path_does(where, delet
 
 
 INSERTS = ["k, v, d", "v, k, d * 2.0", "k + 1, v * v, d / v", "k % 2, -v, 1.5"]
-INSERTS_ON_ROWS = ["k, v, v", "k, v, sqrt(d)"]  # an int into a double field (the row path's float()); no translation
+INSERTS_ON_ROWS = ["k, v, v"]  # an int into a double field (the row path's float())
 
 
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -244,9 +256,10 @@ UPDATES = ["update T set T.v = input.v where T.k = input.k",  # a key repeated i
            "update T set T.k = input.v where T.k = input.k",  # keys moved, onto other rows' keys too
            "update T set T.k = T.k + 1, T.v = input.v where T.v = input.k",  # several rows per tuple, moved
            "update T set T.w = input.d / T.v where T.v > input.v",  # several rows; zero divisors
-           "update T set T.v = input.k"]  # no where: every row, so only a batch of one tuple is on columns
+           "update T set T.v = input.k",  # no where: every row, so only a batch of one tuple is on columns
+           "update T set T.k = T.k where cast(T.w as varchar) = 'x'"]
 UPDATES_ON_ROWS = ["update T set T.w = T.v where T.k = input.k",  # an int into a double field (the row path's float)
-                   "update T set T.w = sqrt(T.w) where T.k = input.k"]  # no translation
+                   "update T set T.k = T.k where min(T.k, T.w) + 1.0 > input.d"]  # no translation
 
 
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -291,3 +304,74 @@ def test_update_batches_that_repeat_a_match_or_rematch_an_updated_row_are_detect
         assert tables[0].state() == tables[1].state()
         if tuples is clean:
             assert tables[0].rows() == [(5, 5, 2.0), (6, 6, 3.0)] and tables[0].version == 6
+
+
+# -- nullable fields, the math functions, text casts, overflow-prone ints (issue 30, item 7's per-box list) ----------
+# Every expression below reads a nullable field or needs the row code for some rows (sqrt(-1), ln(0), pow of a
+# negative, a double's %, int64 overflow, text that is not a number): the box is columnar, those rows alone are
+# computed by its row code (arrow_exprs, "Exact, row by row").
+
+BIG = 4611686018427387904  # 2**62: a product with it overflows int64 for |x| >= 2
+NULL_WHERES = ["T.v = input.v", "T.k = input.k and coalesce(T.v, input.v) > 0", "sqrt(T.w) > input.d",
+               "ln(T.w) < input.d or T.v is null", "T.w % input.d > 0.5", "pow(T.w, input.d) > 1.0",
+               "exp(input.d) > T.w", f"input.k * {BIG} > T.v", "cast(input.s as int) = T.k",
+               "cast(input.s as double) < T.w and not (T.v > input.v)"]
+NULL_JOINS = ["right.v = left.v", "sqrt(right.w) > left.d", "coalesce(right.v, left.v) = left.k",
+              "cast(left.s as int) = right.k or right.w % left.d > 1.0"]
+NULL_OUTS = [(), ("coalesce(left.v, right.v)", "sqrt(right.w)"), ("cast(left.s as double) * right.w",),
+             (f"left.k * {BIG} + right.k",)]
+NULL_INSERTS = ["k, v, d", "k, coalesce(v, k), sqrt(d)", "k, cast(s as int), exp(d)", f"k % 3, v * {BIG}, d % 2.0",
+                "k, v + k, ln(d)"]
+NULL_UPDATES = ["update T set T.v = coalesce(input.v, T.v) where T.k = input.k",
+                "update T set T.w = sqrt(T.w) where T.k = input.k",
+                "update T set T.w = ln(input.d) where T.v = input.v",
+                f"update T set T.v = cast(input.s as int) * {BIG} where T.k = input.k"]
+
+null_doubles = st.one_of(st.sampled_from([0.0, -0.0, 0.5, -1.0, 2.0, 800.0, float("nan"), float("inf"),
+                                          float("-inf")]), st.floats(-4, 4), st.none())
+texts = st.one_of(st.sampled_from(["1", " 2 ", "-3", "1.5", "x", "", "1e3"]), st.none())
+null_changes = st.lists(st.one_of(st.tuples(st.just("put"), st.tuples(small, maybe, null_doubles)),
+                                  st.tuples(st.just("drop"), small)), max_size=6)
+null_steps = st.lists(st.tuples(null_changes, st.lists(st.tuples(maybe, maybe, null_doubles, texts), max_size=8),
+                                st.booleans()), min_size=1, max_size=4)
+
+
+def null_box(kind: str, text: str, outs: tuple[str, ...]) -> str:
+    return {"select": lambda: select_box(text, "*"), "delete": lambda: delete_box(text, True, True),
+            "joinstatic": lambda: joinstatic_box(text, outs), "insert": lambda: insert_box(text, False),
+            "update": lambda: update_box(text, False)}[kind]()
+
+
+NULL_CASES = ([("select", w) for w in NULL_WHERES] + [("delete", w) for w in NULL_WHERES[::3]]
+              + [("joinstatic", p) for p in NULL_JOINS] + [("insert", v) for v in NULL_INSERTS]
+              + [("update", u) for u in NULL_UPDATES])
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(NULL_CASES), st.sampled_from(NULL_OUTS), null_steps)
+def test_nullable_fields_math_and_text_casts_on_columns_are_the_row_path(case, outs, history):
+    op, reference, rows, schema = build(null_box(*case, outs), nullable=True)
+    assert op.columnar and not reference.columnar
+    run(op, reference, rows, schema, history)
+
+
+@pytest.mark.parametrize("kind, text", [("select", "sqrt(T.w) > input.d or T.v = input.v"),
+                                        ("joinstatic", "cast(left.s as int) = right.k"),
+                                        ("insert", "k, coalesce(v, k), ln(d)"),
+                                        ("update", "update T set T.w = sqrt(T.w) where T.v = input.v")])
+def test_a_batch_with_nulls_and_failing_math_is_not_read_as_rows(monkeypatch, kind, text):
+    """NULLs, sqrt(-1), ln(0), text that is no int: the rows that need it get the row code, the batch stays
+    columns (the table boxes' one way to rows, ``as_rows``, is never called)."""
+    op, reference, tables, schema = build(null_box(kind, text, ("left.v", "right.w")), nullable=True)
+    for rows in tables:
+        for row in [(1, 5, -1.0), (2, None, 4.0), (3, 7, 0.0), (4, 2, None)]:
+            rows.put(row)
+    tuples = [(1, 5, -1.0, "3"), (2, None, 0.0, "x"), (3, 7, None, " 4 "), (4, 2, 1.0, None)]
+    batch = Columns(pa.RecordBatch.from_pylist([dict(zip(("k", "v", "d", "s"), t)) for t in tuples],
+                                               schema=arrow_schema(schema)))
+    want = reference.process(0, batch.rows(), 0.0)
+    monkeypatch.setattr(table, "as_rows", lambda rows: pytest.fail("the batch was read as rows"))
+    got = op.process(0, batch, 0.0)
+    assert normal(got) == normal(want)
+    assert all(isinstance(out, Columns) for _, out in got)
+    assert normal([(0, tables[0].rows())]) == normal([(0, tables[1].rows())])

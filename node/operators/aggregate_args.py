@@ -9,14 +9,23 @@ path's generated ``add`` reads only the box's own fields (the leading
 columns) and evaluates the expression itself, so a row with trailing
 argument columns gives it what the plain row gives.
 
-Exact or not at all, as :mod:`.arrow_exprs` is: an expression it does not
-translate keeps the box on rows (:meth:`ArgumentColumns.add` says None); a
-batch on which the row path would fail in some row (a zero divisor, an
-overflow: where the row path makes that row's argument None and skips it)
-raises :class:`~.arrow_exprs.Fallback`, and :meth:`ArgumentColumns.extend`
-says None: that batch is read as rows, whole, before anything changes.
-Only numeric expressions whose row value is of their inferred type's kind
-(no conversion by the row path) over fields that are not nullable are taken.
+Exact, as :mod:`.arrow_exprs` is, with the aggregate's own row code for the
+rows that need it: the translator is filter's and map's (``per_row``,
+``nullable``), so a row on which Python might compute otherwise than the
+columns (a zero divisor, an int64 overflow, ``sqrt(-1)``, ``ln(0)``, text
+that is not a plain number) gets its argument from the row code of the
+same expression -- None where it fails, which every function but
+``count(*)`` skips, as the row path's ``add`` skips it -- and the batch
+stays columns.  An expression over ``nullable`` fields is read with SQL's
+three-valued logic; its NULLs are skipped the same way, and a ``sum`` of it
+keeps its count of values beside it (:func:`reads_nullable`), as the row
+path's accumulator does.  An expression it does not translate keeps the box
+on rows (:meth:`ArgumentColumns.add` says None); a batch whose row values a
+column cannot hold (a Python int beyond int64) raises
+:class:`~.arrow_exprs.Fallback`, and :meth:`ArgumentColumns.extend` says
+None: that batch is read as rows, whole, before anything changes.  Only
+numeric expressions whose row value is of their inferred type's kind (no
+conversion by the row path) are taken.
 """
 
 from __future__ import annotations
@@ -36,12 +45,19 @@ from . import arrow_exprs
 _TAKEN = (FieldType.BYTE, FieldType.SHORT, FieldType.INT, FieldType.LONG, FieldType.DOUBLE)
 
 
+def reads_nullable(schema: Schema, arg: str) -> bool:
+    """Whether ``arg`` reads a ``nullable`` field of ``schema``: its sum keeps a count of values (accumulators.py's
+    test, so the columnar slots are the row path's)."""
+    return any(f is not None and f.nullable
+               for f in (schema.field(n) for _, n in field_references(parse_expression(arg))))
+
+
 class ArgumentColumns:
     """The expression arguments of one box, each a column appended after the in stream's fields."""
 
     def __init__(self, schema: Schema):
         self._schema = schema
-        self._translator = arrow_exprs.Translator(schema)
+        self._translator = arrow_exprs.Translator(schema, per_row=True, nullable=True)
         self._runs: list[Callable[[pa.RecordBatch], pa.Array]] = []
         self._fields: list[Field] = []
 
@@ -49,11 +65,9 @@ class ArgumentColumns:
         """The column index the argument ``arg`` will have in an extended batch, or None (rows, module doc)."""
         try:
             t = CodeBuilder(Scope.single(self._schema), ["row"]).translate(arg)
-            nullable = any(self._schema.field(n) is not None and self._schema.field(n).nullable  # type: ignore[union-attr]
-                           for _, n in field_references(parse_expression(arg)))
         except ExpressionError:
             return None
-        if t.type not in _TAKEN or nullable or t.kind != kind_of(t.type):
+        if t.type not in _TAKEN or t.kind != kind_of(t.type):
             return None
         try:
             run = self._translator.value(arg, t.type)

@@ -84,7 +84,7 @@ from boreas.catalog.model import Schema
 from boreas.node.compile import STR, kind_of
 
 from .accumulators import COUNT, END, FIRST_SLOT, START, parse_call
-from .aggregate_args import ArgumentColumns
+from .aggregate_args import ArgumentColumns, reads_nullable
 from .aggregate_emit import BatchEmit
 from .aggregate_loop import CLOSED, BatchLoop
 from .aggregate_runs import Function, Part, Runs
@@ -306,6 +306,7 @@ def columnar_functions(functions: list[str], schema: Schema) -> tuple[list[Funct
             field = args.add(arg)
             if field is None:
                 return None
+            nullable = reads_nullable(schema, arg)  # (NULLs and failed rows: None, skipped as by rows)
         elif func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
             return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
         else:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from boreas.catalog.expressions import Scope, infer_field, parse_expression
 from boreas.catalog.model import Schema
 
 from .accumulators import parse_call
@@ -65,7 +66,10 @@ class ColumnRetract:
             elif arg in names:  # a nullable field's sum: (sum, count) deltas, as its entry keeps both
                 fields.append((func, names[arg], func == "sum" and schema.fields[names[arg]].nullable))
             elif arg not in names and (column := args.add(arg)) is not None:  # an expression: a column of its own
-                fields.append((func, column, False))
+                # (nullable as the row path's Retracting sees it: the catalog's inference, a coalesce with a
+                # non-nullable argument is not, whatever fields it reads)
+                fields.append((func, column, func == "sum" and infer_field("_", parse_expression(arg),
+                                                                          Scope.single(schema)).nullable))
             else:
                 return None
         return cls(fields, groups, order, size, advance, args)

@@ -20,12 +20,12 @@ Exact, row by row
       beside a double, ``sqrt(-1)``, text that is not a plain number: see
       :mod:`.arrow_nodes`), and the entry points compute those rows with
       the box's own compiled row code and put the values in place
-      (``per_row=True``; a filter's and a map's translator);
+      (``per_row=True``: every box's translator since branch colJT; over a
+      batch of pairs the row code reads the pair's two rows, :meth:`Translator.row_builder`);
     * :class:`Fallback` at run time -- flagged rows where no row code is at
-      hand (``per_row=False``: the join, table and aggregate translators),
-      or a value the out field's Arrow type cannot hold as the row path's
-      tuple does (an int beyond the field's range, a double a ``single``
-      would round): that batch goes the row path;
+      hand (``per_row=False``), or a value the out field's Arrow type cannot
+      hold as the row path's tuple does (an int beyond the field's range, a
+      double a ``single`` would round): that batch goes the row path;
     * :class:`Unsupported` at build time -- an expression this module does
       not translate: the box keeps its row path for every batch.
 
@@ -86,7 +86,7 @@ from sqlglot import expressions as exp
 
 from boreas.catalog.expressions import Scope, infer_type, parse_expression
 from boreas.catalog.model import FieldType, Schema
-from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, compile_expression, kind_of
+from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, kind_of
 from boreas.wire.columns import ARROW_TYPES, Columns
 
 from . import arrow_logic, arrow_math, arrow_mixed, arrow_ops, arrow_text
@@ -98,12 +98,13 @@ _MATH = (exp.Sqrt, exp.Ln, exp.Exp)
 
 
 class Translator:
-    """Translates the expressions of one box over one in stream's schema (a filter's or a map's).
+    """Translates the expressions of one box over one in stream's schema (a filter's, a map's, an aggregate's
+    arguments, a table insert's values; :class:`~.join_columns.PairTranslator`: over pairs of two schemas' rows).
 
     ``per_row``: flagged rows get the row code's values (else the batch raises :class:`Fallback`), and the
     operations added with it translate (math functions, ``%`` of doubles, casts of text, ``coalesce``,
     ``null``, ``is true``, ``and``/``or``/``not`` of non-comparisons: else :class:`Unsupported`, the
-    coverage the join, table and aggregate translators were built and tested with);
+    coverage the join, table and aggregate translators had before branch colJT);
     ``nullable``: fields declared nullable are read, with the row code's three-valued logic (else
     :class:`Unsupported`).
     """
@@ -112,6 +113,7 @@ class Translator:
         self.schema = schema
         self.scope = Scope.single(schema)
         self.per_row = per_row
+        self.nullable = nullable
         self._index = {f.name: (i, f.type) for i, f in enumerate(schema.fields)}
         self._nullable = {f.name for f in schema.fields if f.nullable} if not nullable else set()
 
@@ -120,7 +122,7 @@ class Translator:
         tree = parse_expression(text)
         infer_type(tree, self.scope)  # the catalog's checks, as the row path makes them
         truth = arrow_logic.truth(self._node(tree))
-        row = _when_needed(lambda: self._row_predicate(tree)) if self.per_row else None
+        row = _when_needed(lambda: self._row_code(tree, truth=True)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
             ev = Eval(batch)
@@ -137,19 +139,26 @@ class Translator:
         infer_type(tree, self.scope)
         node = _coerced(self._node(tree), kind_of(ftype))
         arrow_type = ARROW_TYPES[ftype]
-        row = _when_needed(lambda: compile_expression(text, self.scope)) if self.per_row else None
+        row = _when_needed(lambda: self._row_code(tree, truth=False)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
             ev = Eval(batch)
             return _as_arrow_type(_patched(_evaluated(node.run, ev), ev, row), arrow_type)
         return run
 
-    def _row_predicate(self, tree: exp.Expression) -> Callable[[tuple], bool]:
-        """The row code's truth of ``tree`` on one row: a failing predicate is false (filter.py's loop)."""
-        builder = CodeBuilder(self.scope, ["row"])
-        source = builder.translate(tree).source
-        return builder.define(f"def _truth(row):\n    try:\n        return bool({source})\n"
-                              f"    except _ERRORS:\n        return False\n", "_truth")
+    def _row_code(self, tree: exp.Expression, truth: bool) -> Callable[[tuple], Any]:
+        """The row code of ``tree`` on one batch row, as the box's row path compiles it: the value (None where
+        it fails, ``compile_expression``/a table box's ``compiled``) or, with ``truth``, its truth (false where
+        it fails: filter.py's loop, a table's ``where``)."""
+        builder, bind = self.row_builder()
+        value = f"bool({builder.translate(tree).source})" if truth else builder.value(tree).source
+        return builder.define(f"def _row(row):\n{bind}    try:\n        return {value}\n"
+                              f"    except _ERRORS:\n        return {'False' if truth else 'None'}\n", "_row")
+
+    def row_builder(self) -> tuple[CodeBuilder, str]:
+        """The row code's builder over this translator's scope, and the line binding its row variables from
+        ``row``, a row of the batches it reads (one in stream's: ``row`` itself)."""
+        return CodeBuilder(self.scope, ["row"]), ""
 
     # -- the tree walk (once per box) ---------------------------------------------------
 

@@ -126,7 +126,8 @@ class AuroraJoinOperator(Operator):
         probes = compile_probes(box, inputs, spec)
         columns: AuroraColumns | None = None
         if columnar:
-            plan = PairPlan.make(PairTranslator(inputs[0], inputs[1]), spec.predicate, spec.out_fields, outputs[0])
+            translator = PairTranslator(inputs[0], inputs[1], per_row=True, nullable=True)  # (flagged pairs: row code)
+            plan = PairPlan.make(translator, spec.predicate, spec.out_fields, outputs[0])
             try:
                 schemas = [arrow_schema(s) for s in inputs]
             except SchemaMismatch:

@@ -34,10 +34,14 @@ A batch whose tuples times the other buffer's are few is joined by the row path 
 (:class:`~.join_paths.JoinPaths` chooses and hands them over): the columns' fixed cost per batch would be more
 than its probes.
 
-A batch the pair translation cannot treat exactly (:class:`~.arrow_exprs.
-Fallback`: a zero divisor, a null where Python would fail) is probed by the
-row path's generated code against the same suffixes: the same out tuples,
-the same buffers after.
+Pairs on which Python might compute otherwise than the columns (a zero
+divisor, ``sqrt(-1)``, an int64 overflow, a nullable field's NULL under
+three-valued logic) get the predicate's and out fields' values from the
+box's row code over that pair's two rows, in place (:mod:`.arrow_exprs`,
+"Exact, row by row"); a batch the pair translation still cannot treat
+exactly (:class:`~.arrow_exprs.Fallback`: an out value a column cannot
+hold, a Python int beyond int64) is probed by the row path's generated code
+against the same suffixes: the same out tuples, the same buffers after.
 """
 
 from __future__ import annotations

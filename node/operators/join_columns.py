@@ -22,10 +22,15 @@ predicate holds, ordered by i then j.  :class:`ColumnJoin` computes it so:
 
 Exact or the row path: the translation refuses at build time an expression
 it cannot evaluate exactly (:meth:`ColumnJoin.make` says None and the box
-keeps its row path, :mod:`.join_rows`), and a batch holding a value on
-which Python would fail or compute otherwise (a zero divisor, an ordering
-with None) is probed by the row path's generated code against the buffer's
-rows instead, before anything changed.  The buffers (:mod:`.join_buffer`)
+keeps its row path, :mod:`.join_rows`); a pair on which Python would fail
+or might compute otherwise (a zero divisor, ``sqrt(-1)``, an int64
+overflow, text that is no plain number) gets its predicate's and out
+fields' values from the box's row code over that pair's two rows
+(:meth:`PairTranslator.row_builder`), and nullable fields take its
+three-valued logic, the batch staying columns; a batch whose values a
+column cannot hold as the row path's tuple does (a Python int beyond
+int64, :class:`~.arrow_exprs.Fallback`) is probed by the row path's
+generated code against the buffer's rows instead, before anything changed.  The buffers (:mod:`.join_buffer`)
 are the same either way, so the next batch continues exactly.
 """
 
@@ -40,7 +45,7 @@ from sqlglot import expressions as exp
 
 from boreas.catalog.expressions import Scope, parse_expression
 from boreas.catalog.model import Schema
-from boreas.node.compile import INT, STR, kind_of
+from boreas.node.compile import INT, STR, CodeBuilder, kind_of
 from boreas.wire.columns import arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
 
@@ -56,9 +61,12 @@ BLOCK = 1 << 20
 class PairTranslator(arrow_exprs.Translator):
     """Expressions over ``left.x``/``right.y`` on a batch of pairs: the left's columns, then the right's."""
 
-    def __init__(self, left: Schema, right: Schema, qualifiers: tuple[str, str] = ("left", "right")) -> None:
-        """``qualifiers``: what names the two sides (a table box's ``input`` and its table: :mod:`.table_columns`)."""
-        super().__init__(left)
+    def __init__(self, left: Schema, right: Schema, qualifiers: tuple[str, str] = ("left", "right"), *,
+                 per_row: bool = False, nullable: bool = False) -> None:
+        """``qualifiers``: what names the two sides (a table box's ``input`` and its table: :mod:`.table_columns`);
+        ``per_row``, ``nullable``: as :class:`~.arrow_exprs.Translator`'s (a flagged pair's row code is the box's
+        expression over the pair's two rows, :meth:`row_builder`)."""
+        super().__init__(left, per_row=per_row, nullable=nullable)
         self.scope = Scope(((qualifiers[0], left), (qualifiers[1], right)))
         self.sides = {qualifiers[0]: (0, left), qualifiers[1]: (len(left.fields), right)}
         self.fields = [*left.fields, *right.fields]
@@ -81,9 +89,16 @@ class PairTranslator(arrow_exprs.Translator):
 
     def _column(self, tree: exp.Column) -> Node:
         i, kind = self.locate(tree)
-        if self.fields[i].nullable:  # SQL's three-valued logic is the row path's (node/null_logic.py)
+        if self.fields[i].nullable and not self.nullable:  # the caller does not take three-valued logic
             raise arrow_exprs.Unsupported(f"field {tree.sql()!r} is nullable")
         return Node(kind, lambda batch: batch.column(i), nullable=True)
+
+    def row_builder(self) -> tuple[CodeBuilder, str]:
+        """The row code over the two sides' rows, each a slice of a pair batch's row (its left's columns, then
+        its right's), as the box's row path compiles its expressions over (input, row) or (left, right)."""
+        width = len(self.fields) - len(list(self.sides.values())[1][1].fields)
+        bind = f"    left_row, right_row = row[:{width}], row[{width}:]\n"
+        return CodeBuilder(self.scope, ["left_row", "right_row"]), bind
 
 
 class ColumnJoin:
@@ -115,7 +130,7 @@ class ColumnJoin:
             target = arrow_schema(output)
         except SchemaMismatch:
             return None
-        translator = PairTranslator(inputs[0], inputs[1])
+        translator = PairTranslator(inputs[0], inputs[1], per_row=True, nullable=True)
         try:
             mask = translator.predicate(spec.predicate)
             fields = [translator.value(e, f.type) for e, f in zip(spec.out_fields, output.fields)] or None

@@ -26,11 +26,15 @@ The table's rows are made a batch once per version of the table
 of reads between two writes converts the table once.
 
 Exact or the row path: a box whose ``where``, out fields or schemas do not
-translate keeps the row path (:meth:`TableColumns.make` says None); a batch
-on which the columns cannot be exact -- :class:`~.arrow_exprs.Fallback` (a
-zero divisor, a null where Python would fail), or table rows the columns
-cannot hold as they are (:class:`~.join_buffer.Unfit`) -- is read by the
-row path, which gives the same rows; nothing here is state.
+translate keeps the row path (:meth:`TableColumns.make` says None); a pair
+or input tuple on which Python might compute otherwise than the columns (a
+zero divisor, ``sqrt(-1)``, an int64 overflow, text that is no plain
+number) gets its value from the box's row code alone, and nullable fields
+take its three-valued logic (:mod:`.arrow_exprs`, "Exact, row by row"); a
+batch on which the columns still cannot be exact --
+:class:`~.arrow_exprs.Fallback` (a Python int beyond int64), or table rows
+the columns cannot hold as they are (:class:`~.join_buffer.Unfit`) -- is
+read by the row path, which gives the same rows; nothing here is state.
 """
 
 from __future__ import annotations
@@ -40,9 +44,9 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from boreas.catalog.expressions import infer_type, parse_expression
+from boreas.catalog.expressions import ExpressionError, infer_type, parse_expression
 from boreas.catalog.model import Field, Schema
-from boreas.node.compile import kind_of
+from boreas.node.compile import BOOL, CodeBuilder, kind_of
 from boreas.wire.columns import arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
 
@@ -72,7 +76,10 @@ class TableColumns:
             schemas = arrow_schema(inputs), arrow_schema(table)
         except SchemaMismatch:
             return None
-        plan = PairPlan.make(PairTranslator(inputs, table, qualifiers), where, out_fields, output)
+        translator = PairTranslator(inputs, table, qualifiers, per_row=True, nullable=True)
+        if where is not None and not truth_kept(translator, where):
+            return None
+        plan = PairPlan.make(translator, where, out_fields, output)
         return cls(*schemas, plan) if plan is not None else None
 
     def rows_batch(self, rows: KeyedRows) -> pa.RecordBatch:
@@ -143,7 +150,7 @@ class InsertValues:
             schema = arrow_schema(inputs)
         except SchemaMismatch:
             return None
-        translator = arrow_exprs.Translator(inputs)
+        translator = arrow_exprs.Translator(inputs, per_row=True, nullable=True)
         values = [stored_value(translator, text, field, column)
                   for text, field, column in zip(texts, table.fields, arrow)]
         return cls(schema, values) if all(v is not None for v in values) else None
@@ -168,3 +175,15 @@ def stored_value(translator: arrow_exprs.Translator, text: str, field: Field,
         return translator.value(text, field.type)
     except (arrow_exprs.Unsupported, ValueError):
         return None
+
+
+def truth_kept(translator: PairTranslator, where: str) -> bool:
+    """Whether a table box's ``where`` holds on columns where its row path's does: that path converts the value to
+    its inferred type before testing it (``compiled`` in :mod:`.table`), so ``input.d and T.w`` of 0.5 and 0.5 is
+    int 0 there, false, where its truth on columns is true; only a value already of that type, or a bool, tests
+    the same both ways (others keep the row path)."""
+    try:
+        translation = CodeBuilder(translator.scope).translate(where)
+    except ExpressionError:  # (the columns' own translation refuses it and names why)
+        return True
+    return translation.kind in (kind_of(translation.type), BOOL)

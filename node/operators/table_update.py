@@ -70,7 +70,7 @@ class UpdateColumns:
         pairs = TableColumns.make(inputs, table, ("input", name), where)
         if pairs is None:
             return None
-        translator = PairTranslator(inputs, table, ("input", name))
+        translator = PairTranslator(inputs, table, ("input", name), per_row=True, nullable=True)
         values = [(i, stored_value(translator, text, table.fields[i], pairs.table.field(i))) for i, text in sets]
         if any(value is None for _, value in values):
             return None
