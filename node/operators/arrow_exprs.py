@@ -20,12 +20,12 @@ Exact, row by row
       beside a double, ``sqrt(-1)``, text that is not a plain number: see
       :mod:`.arrow_nodes`), and the entry points compute those rows with
       the box's own compiled row code and put the values in place
-      (``per_row=True``: every box's translator since branch colJT; over a
-      batch of pairs the row code reads the pair's two rows, :meth:`Translator.row_builder`);
-    * :class:`Fallback` at run time -- flagged rows where no row code is at
-      hand (``per_row=False``), or a value the out field's Arrow type cannot
-      hold as the row path's tuple does (an int beyond the field's range, a
-      double a ``single`` would round): that batch goes the row path;
+      (``per_row=True``: every box's translator since branch colJT; over pairs
+      the row code reads the pair's two rows, :meth:`Translator.row_builder`);
+    * :class:`Fallback` at run time -- flagged rows with no row code at hand
+      (``per_row=False``), or a value the out field's Arrow type cannot hold
+      as the row path's tuple does (an int beyond the field's range, a double
+      a ``single`` would round): that batch goes the row path;
     * :class:`Unsupported` at build time -- an expression this module does
       not translate: the box keeps its row path for every batch.
 
@@ -50,13 +50,12 @@ Kinds
 Where things are
     This module is the entry: :class:`Translator` walks a box's tree once,
     folds what reads no field into a constant, and turns the result into a
-    predicate's mask or a map field's column of its Arrow type.  What each
-    operation is on columns, and why it is exact, is :mod:`.arrow_ops` (and
-    :mod:`.arrow_math` for the math functions and casts of text,
-    :mod:`.arrow_logic` for truth and ``and``/``or``/``not``/``coalesce``); the
-    :class:`~.arrow_nodes.Node`, the :class:`~.arrow_nodes.Eval` and the two
-    refusals all use are :mod:`.arrow_nodes` (re-exported here: callers catch
-    ``arrow_exprs.Unsupported`` and ``arrow_exprs.Fallback``).
+    predicate's mask or a map field's column of its Arrow type.  Each
+    operation on columns, and why it is exact, is :mod:`.arrow_ops` (the math
+    functions and casts of text :mod:`.arrow_math`, truth and
+    ``and``/``or``/``not``/``coalesce`` :mod:`.arrow_logic`); the nodes, the
+    :class:`~.arrow_nodes.Eval` and the two refusals are :mod:`.arrow_nodes`
+    (re-exported: callers catch ``arrow_exprs.Unsupported``/``Fallback``).
 
 >>> import pyarrow as pa
 >>> from boreas.catalog.model import Field, FieldType, Schema
