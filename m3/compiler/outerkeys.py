@@ -22,13 +22,14 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from ..nullable import indicator
+from ..nullable import ZERO, indicator
 from .padding import conjuncts, refs
 from .resolve import Positions
 from .sqlquery import SqlQuery
 
-#: Column types whose padded NULL a constant key stands for (a number; the indicator tells it from a value).
-KEYED_TYPES = {"INT": 0, "FLOAT": 0.0}
+#: Column types whose padded NULL a constant key stands for: each type's zero (0, 0.0, '' and 1970-01-01, the
+#: zeros a nullable key's NULL is stored as, :data:`..nullable.ZERO`); the indicator tells it from a value.
+KEYED_TYPES = dict(ZERO)
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ConstKey:
     """A key column that is the constant ``value`` in every row of a part; ``slot``, its position among the
     part's keys, keeps two constant keys of equal value two variables (a view's keys stay apart)."""
 
-    value: int | float
+    value: object
     type: str
     slot: int
 
@@ -89,8 +90,8 @@ def padded_keys(keys: list, values: list, sides: set[str], maybe: frozenset, rel
                             "select one of them", k)
         if padded and (type(k) is not exp.Column or _type(k, q, relations) not in KEYED_TYPES):
             raise ctx.error(f"unsupported {kind} JOIN reading {k.sql()} as a key (selected or grouped by): it is "
-                            f"NULL in the rows without a match, a constant key of its part, built for INT and FLOAT "
-                            f"columns only: aggregate it, or COALESCE it in an aggregate", k)
+                            f"NULL in the rows without a match, a constant key of its part, built for columns "
+                            f"only: aggregate it, or COALESCE it in an aggregate", k)
         if type(k) is exp.Column and (k.table.lower(), k.name.lower()) in maybe:
             out.append((i, exp.column(indicator(k.name), k.table)))
         elif padded:
