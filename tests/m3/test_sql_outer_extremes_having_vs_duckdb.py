@@ -38,6 +38,11 @@ SHAPES: dict[str, str] = {
         LEFT JOIN S s ON r.b = s.b AND r.a > 0 LEFT JOIN T t ON s.c = t.c GROUP BY r.a;
         SELECT s.c, MIN(r.a) - MAX(r.b) AS m, COUNT(*) AS n FROM R r RIGHT JOIN S s ON r.b = s.b GROUP BY s.c
         HAVING m >= 1 AND MIN(r.b) IS NOT NULL OR COUNT(DISTINCT r.a) > 1""",
+    "having_on_a_group_column_alias": GENERIC + """SELECT r.a AS k, COUNT(*) AS n, MAX(s.c) AS m FROM R r
+        LEFT JOIN S s ON r.b = s.b GROUP BY k HAVING k > 1 OR n > 2 AND NOT (k = 0);
+        SELECT s.b AS g, SUM(s.c) AS t, COUNT(*) AS n FROM R r RIGHT JOIN S s ON r.b = s.b GROUP BY s.b
+        HAVING g < 2 AND n > 1""",  # a key's name read as its column, as the inner join's path does (sqlL c)
+    # (not ``g < 2 AND t > 0``: DuckDB 2.0.1 returns no row for it over S = {(0, 0), (0, 1)} and R empty)
 }
 
 NULL_SHAPES: dict[str, str] = {
@@ -69,6 +74,19 @@ def test_view_matches_duckdb(shape):
 @pytest.mark.parametrize("shape", shape_params(NULL_SHAPES))
 def test_view_over_nullable_columns_matches_duckdb(shape):
     check_rows_against_duckdb(NULL_SHAPES[shape], examples=10)
+
+
+def test_having_on_a_group_column_alias_compiles_as_over_an_inner_join():
+    """``HAVING k > 1`` with ``r.a AS k`` was refused as an "unsupported expression k" over an outer join while
+    the inner join compiled it: the key's name is read as its column there too, on both backends."""
+    sql = GENERIC + "SELECT r.a AS k, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a HAVING k > 1"
+    program = compile_sql(sql)
+    for backend in ("python", "native"):
+        rt = new_runtime(program, backend)
+        rt.apply_batch([("R", 1, (1, 0)), ("R", 1, (2, 0)), ("S", 1, (0, 5)), ("S", 1, (0, 6))])
+        assert rt.view("Q1") == {(2,): 2}
+        rt.apply_batch([("R", -1, (1, 0)), ("R", -1, (2, 0)), ("S", -1, (0, 5)), ("S", -1, (0, 6))])
+        assert rt.view("Q1") == {} and rt.entries() == 0
 
 
 def test_min_of_the_padded_side_is_null_without_a_match_on_both_backends():
