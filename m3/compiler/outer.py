@@ -283,7 +283,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         return functools.reduce(lambda a, b: Arith("+", a, b), found) if found else Const(0)
 
     rows = total(index[id(found[-1])])
-    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx, lambda n: [pl[n] for pl in placed])
+    nulls = {x: key_vars[n] for n, (x, _) in enumerate(keys) if n >= len(shown)}  # a key's indicator key
+    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx, lambda n: [pl[n] for pl in placed], nulls)
     names = [n for n, _ in shown] + [n for n, _ in values]
     if rename:
         if len(rename) != len(names):

@@ -67,16 +67,15 @@ def _type(k: exp.Column, q: exp.Select, relations: dict) -> str:
 def padded_keys(keys: list, values: list, sides: set[str], maybe: frozenset, relations: dict, q: exp.Select,
                 kind: str, ctx: Positions) -> list:
     """The indicator keys beside an outer join's keys: ``(i, its indicator column)`` for a nullable key ``i``,
-    ``(i, None)`` for a padded one that is not nullable (0 where its side is present); a padded key of a type
-    no constant stands for, or a value (or HAVING, named ``"HAVING"`` in ``values``) reading one outside an
-    aggregate, is refused by name."""
+    ``(i, None)`` for a padded one that is not nullable (0 where its side is present); a padded key that is
+    not a column, or a value reading one outside an aggregate, is refused by name.  HAVING (named ``"HAVING"``
+    in ``values``) may read one: :mod:`.outerview` reads a key with its indicator, NULL where that is 1."""
     for name, v in values:  # a padded key outside an aggregate is NULL in its part, read there as its constant
         col = next((c for c in (v.find_all(exp.Column) if v is not None else ()) if refs(c) & sides and
                     c.find_ancestor(exp.AggFunc) is None), None)
-        if col is not None:
-            where = "in HAVING " if name == "HAVING" else ""
+        if col is not None and name != "HAVING":  # HAVING reads it with its indicator: NULL, not TRUE, where padded
             raise ctx.error(f"unsupported {kind} JOIN reading the padded key {col.sql()} outside an aggregate "
-                            f"{where}({v.sql()}): it is NULL in the rows without a match, read there as its part's "
+                            f"({v.sql()}): it is NULL in the rows without a match, read there as its part's "
                             f"constant; select it as a column of its own", col)
     out = []
     equal = {frozenset((c.left.sql().lower(), c.right.sql().lower())) for j in q.args.get("joins") or []

@@ -4,7 +4,7 @@
 ``SELECT s.c, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c``: the rows of ``r`` without a match
 are the group ``s.c = NULL``, read as None (its indicator an internal key), apart from the group ``0``.  LEFT,
 RIGHT and FULL; a padded key beside a preserved key; over columns that are not nullable and nullable ones; a
-view of rows; MIN/MAX and HAVING beside padded keys (a padded key read in HAVING is refused by name); padded
+view of rows; MIN/MAX and HAVING beside padded keys (a padded key read in HAVING, NULL in the group NULL); padded
 STRING and DATE keys, their constant the type's zero, with '' and 1970-01-01 among the values.  Each
 shape runs on both backends; after every batch the maps equal their definitions, deleting every row empties
 every map, and each output row is DuckDB's, NULLs as None (:mod:`null_harness`).
@@ -74,6 +74,12 @@ SHAPES: dict[str, str] = {
         FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY r.a, s.b HAVING MIN(s.d) IS NULL OR COUNT(*) > 1;
         SELECT s.b, MAX(s.d) AS m, COUNT(*) AS n FROM R r FULL JOIN S s ON r.a = s.d GROUP BY s.b
         HAVING NOT (MAX(s.d) < 2)""",  # MIN/MAX and HAVING (branch sqlJ) over constant keys (sqlK)
+    "padded_and_nullable_keys_in_having": PLAIN + """SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s
+        ON r.e = s.e GROUP BY s.f HAVING s.f > 1 OR s.f IS NULL AND n > 1;
+        SELECT r.a, s.f AS g, COUNT(*) AS n FROM R r FULL JOIN S s ON r.e = s.e GROUP BY r.a, s.f
+        HAVING NOT (g < 2) OR r.a IS NULL;""" + NULLABLE.replace("R(", "R2(").replace("S(", "S2(") + """
+        SELECT r.b AS k, COUNT(*) AS n, SUM(s.d) AS t FROM R2 r LEFT JOIN S2 s ON r.a = s.d GROUP BY r.b
+        HAVING k > 0 OR k IS NULL AND n > 1""",  # a key NULL where its indicator key is 1 (sqlL d)
 }
 
 
@@ -132,7 +138,16 @@ def test_a_padded_key_read_outside_an_aggregate_is_refused_by_name():
         compile_sql(PLAIN + "SELECT s.f, s.f + COUNT(*) AS x FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f")
 
 
-def test_a_padded_key_read_in_having_is_refused_by_name():
-    """``HAVING s.f > 1`` is NULL (not TRUE) in the group NULL; the view would read the part's constant 0."""
-    with pytest.raises(CompileError, match=r"reading the padded key s.f outside an aggregate in HAVING \(s.f > 1\)"):
-        compile_sql(PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f HAVING s.f > 1")
+def test_a_padded_key_in_having_is_null_in_the_group_null_on_both_backends():
+    """``HAVING s.f < 1`` is NULL (not TRUE) in the group NULL, whose key is the part's constant 0: the view
+    reads the key with its indicator (NULL where it is 1), so only the matched group 0 is kept; ``IS NULL``
+    keeps the group NULL alone."""
+    for having, want in (("s.f < 1", {(0, 0): 1}), ("s.f IS NULL", {(None, 1): 1})):
+        program = compile_sql(PLAIN + "SELECT s.f, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY s.f "
+                                      f"HAVING {having}")
+        for backend in ("python", "native"):
+            rt = new_runtime(program, backend)
+            rt.apply_batch([("R", 1, (1, 1)), ("R", 1, (2, 2)), ("S", 1, (1, 0))])
+            assert rt.view("Q1") == want
+            rt.apply_batch([("R", -1, (1, 1)), ("R", -1, (2, 2)), ("S", -1, (1, 0))])
+            assert rt.view("Q1") == {} and rt.entries() == 0
