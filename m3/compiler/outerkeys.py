@@ -87,10 +87,19 @@ def padded_keys(keys: list, values: list, sides: set[str], maybe: frozenset, rel
             raise ctx.error(f"unsupported {kind} JOIN reading {k.sql()} and {other.sql()} as keys: the ON condition "
                             f"makes them one key where rows match, and {k.sql()} is NULL where they do not: "
                             "select one of them", k)
-        if padded and (type(k) is not exp.Column or _type(k, q, relations) not in KEYED_TYPES):
+        if padded and type(k) is not exp.Column and (not keyable(k) or
+                                                     any(_type(c, q, relations) != "INT" for c in k.find_all(exp.Column))):
+            raise ctx.error(f"unsupported {kind} JOIN reading {k.sql()} as a key (selected or grouped by): an "
+                            "expression key over a padded column is built for + - * % and COALESCE over INT "
+                            "columns only: aggregate it", k)
+        if padded and type(k) is exp.Column and _type(k, q, relations) not in KEYED_TYPES:
             raise ctx.error(f"unsupported {kind} JOIN reading {k.sql()} as a key (selected or grouped by): it is "
                             f"NULL in the rows without a match, a constant key of its part, built for columns "
                             f"only: aggregate it, or COALESCE it in an aggregate", k)
+        if type(k) is not exp.Column and maybe and any((c.table.lower(), c.name.lower()) in maybe
+                                                       for c in k.find_all(exp.Column)):
+            raise ctx.error(f"unsupported {kind} JOIN reading {k.sql()} as a key: an expression key over a "
+                            "nullable column (its NULL group) is not built over an outer join", k)
         if type(k) is exp.Column and (k.table.lower(), k.name.lower()) in maybe:
             out.append((i, exp.column(indicator(k.name), k.table)))
         elif padded:
@@ -98,17 +107,35 @@ def padded_keys(keys: list, values: list, sides: set[str], maybe: frozenset, rel
     return out
 
 
-def part_constants(keys: list, shown: int, padded: set[str], relations: dict, q: exp.Select) -> dict[int, ConstKey]:
+def keyable(k: exp.Expression) -> bool:
+    """Whether an expression key over an outer join is built: ``+ - * %``, unary minus, integer constants and
+    ``COALESCE`` over columns (a part folds it with its padded columns NULL: :func:`part_constants`).
+
+    >>> import sqlglot
+    >>> [keyable(sqlglot.parse_one(e)) for e in ("s.d % 2 + 1", "COALESCE(s.d, r.a) * 2", "s.d / 2", "ABS(s.d)")]
+    [True, True, False, False]
+    """
+    return all(type(n) in (exp.Column, exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Paren, exp.Coalesce,
+                           exp.Identifier) or type(n) is exp.Literal and n.is_int for n in k.walk())
+
+
+def part_constants(keys: list, shown: int, padded: set[str], relations: dict, q: exp.Select,
+                   folded: list | None = None) -> dict[int, ConstKey]:
     """The keys (of ``keys``: the ``shown`` ones, then :func:`padded_keys`) that are constants in a part padding
     the sides ``padded``: a padded key 0 and its indicator 1; a padded key's indicator 0 where its side is
-    present and it is not nullable."""
+    present and it is not nullable.  An expression key is as ``folded`` (per key, as this part reads it) says:
+    NULL, a padded key as above; an integer (``COALESCE(s.d, 0)``), that constant with its indicator 0; an
+    expression still reading columns (``COALESCE(s.d, r.a)``: ``r.a``), a key of the part, its indicator 0."""
     out = {}
     for n, (x, k) in enumerate(keys):
+        f = folded[n] if folded is not None else k
         if n < shown:
-            if refs(k) & padded:
+            if refs(k) & padded and type(k) is exp.Column:
                 t = _type(k, q, relations)
                 out[n] = ConstKey(KEYED_TYPES[t], t, n)
-        elif refs(keys[x][1]) & padded:
+            elif refs(k) & padded and (type(f) is exp.Null or type(f) is exp.Literal):
+                out[n] = ConstKey(int(f.name) if type(f) is exp.Literal else 0, "INT", n)
+        elif refs(keys[x][1]) & padded and (type(keys[x][1]) is exp.Column or type(folded[x]) is exp.Null):
             out[n] = ConstKey(1, "INT", n)
         elif k is None:
             out[n] = ConstKey(0, "INT", n)
