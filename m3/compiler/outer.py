@@ -249,6 +249,12 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
                   type(k) is not exp.Column else k for _, k in keys]  # an expression key as this part reads it
         constants = part_constants(keys, len(shown), p.meta["padded"], relations, q, folded)
         grouped = [(n, folded[n]) for n, (_, k) in enumerate(keys) if n not in constants]
+        seen: dict[str, int] = {}
+        for n, k in grouped:
+            if n < len(shown) and seen.setdefault(k.sql(), n) != n:
+                raise ctx.error(f"unsupported GROUP BY over an outer join: {sql_of(keys[seen[k.sql()]][1])} and "
+                                f"{sql_of(keys[n][1])} are the same key ({sql_of(k)}) in one of its parts; group "
+                                "by one of them", q)
         items = [exp.alias_(k.copy(), f"k{n}") for n, k in grouped]
         where_at: list = []
         for c in comps:

@@ -119,6 +119,29 @@ def keyable(k: exp.Expression) -> bool:
                            exp.Identifier) or type(n) is exp.Literal and n.is_int for n in k.walk())
 
 
+def int_constant(e: exp.Expression) -> int | None:
+    """The value of an expression of int literals under ``+ - * %`` and unary minus (``%`` as SQL's: the sign
+    of the dividend), else None: a key a part folds to ``-1`` or ``0 + 1`` is that constant there.
+
+    >>> import sqlglot
+    >>> [int_constant(sqlglot.parse_one(e)) for e in ("-1", "0 + 1", "-5 % 2", "(2 * 3) - 1", "1 % 0", "a + 1")]
+    [-1, 1, -1, 5, None, None]
+    """
+    if type(e) is exp.Literal:
+        return int(e.name) if e.is_int else None
+    if type(e) in (exp.Paren, exp.Neg):
+        inner = int_constant(e.this)
+        return None if inner is None else (inner if type(e) is exp.Paren else -inner)
+    if type(e) in (exp.Add, exp.Sub, exp.Mul, exp.Mod):
+        a, b = int_constant(e.this), int_constant(e.expression)
+        if a is None or b is None or (type(e) is exp.Mod and b == 0):
+            return None
+        if type(e) is exp.Mod:
+            return (abs(a) % abs(b)) * (-1 if a < 0 else 1)
+        return a + b if type(e) is exp.Add else a - b if type(e) is exp.Sub else a * b
+    return None
+
+
 def part_constants(keys: list, shown: int, padded: set[str], relations: dict, q: exp.Select,
                    folded: list | None = None) -> dict[int, ConstKey]:
     """The keys (of ``keys``: the ``shown`` ones, then :func:`padded_keys`) that are constants in a part padding
@@ -133,8 +156,8 @@ def part_constants(keys: list, shown: int, padded: set[str], relations: dict, q:
             if refs(k) & padded and type(k) is exp.Column:
                 t = _type(k, q, relations)
                 out[n] = ConstKey(KEYED_TYPES[t], t, n)
-            elif refs(k) & padded and (type(f) is exp.Null or type(f) is exp.Literal):
-                out[n] = ConstKey(int(f.name) if type(f) is exp.Literal else 0, "INT", n)
+            elif refs(k) & padded and (type(f) is exp.Null or (value := int_constant(f)) is not None):
+                out[n] = ConstKey(0 if type(f) is exp.Null else value, "INT", n)
         elif refs(keys[x][1]) & padded and (type(keys[x][1]) is exp.Column or type(folded[x]) is exp.Null):
             out[n] = ConstKey(1, "INT", n)
         elif k is None:

@@ -86,6 +86,11 @@ SHAPES: dict[str, str] = {
         GROUP BY COALESCE(s.f, 0), r.a + 1;
         SELECT COALESCE(s.f, r.a) * 2 AS k, s.f - r.a AS d, COUNT(*) AS n FROM R r FULL JOIN S s ON r.e = s.e
         GROUP BY 1, 2""",  # folded per part: NULL (a padded key), a constant, or a key of the part (sqlL e)
+    "expression_keys_folding_to_constant_arithmetic": PLAIN + """SELECT COALESCE(s.f, -1) AS k, COUNT(*) AS n
+        FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY 1;
+        SELECT COALESCE(s.f, 0) + 1 AS k, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY 1;
+        SELECT COALESCE(s.f, -5) % 2 AS k, -COALESCE(s.f, 1) AS m, COUNT(*) AS n FROM R r
+        LEFT JOIN S s ON r.e = s.e GROUP BY 1, 2""",  # -1, 0 + 1, -5 % 2 in the padded part: constants (review)
 }
 
 
@@ -160,6 +165,14 @@ def test_other_expression_keys_over_an_outer_join_are_refused_by_name(sql, says)
     """``/`` (a DOUBLE), functions, FLOAT columns and nullable columns under an expression key: refused."""
     with pytest.raises(CompileError, match=says):
         compile_sql(sql)
+
+
+@pytest.mark.parametrize("keys", ["COALESCE(s.f, 0) AS k, s.f AS g", "COALESCE(s.f, r.a) AS k, r.a AS g"])
+def test_two_keys_one_part_reads_as_one_are_refused_by_name(keys):
+    """``COALESCE(s.f, 0)`` is ``s.f`` where rows match, ``COALESCE(s.f, r.a)`` is ``r.a`` where they do not: two
+    keys of the view one key of that part; refused naming both (it named a derived table before)."""
+    with pytest.raises(CompileError, match=r"are the same key .* in one of its parts; group by one of them"):
+        compile_sql(PLAIN + f"SELECT {keys}, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.e = s.e GROUP BY 1, 2")
 
 
 def test_a_padded_key_joined_with_another_key_is_refused_by_name():
