@@ -62,6 +62,7 @@ from typing import Any
 from ..ast import RelationDecl
 from ..calculus import Agg, Term, V, substitute
 from ..errors import CompileError
+from .aggfilter import Filtered
 from .columns import Aggregate
 from .frontend import SqlQuery
 from .predicates import conj, negate
@@ -98,6 +99,12 @@ def has_subquery(x) -> bool:
     return bool(_subs(x))
 
 
+def _folded(arg):
+    """The column a fold reads: a filtered fold's (``MIN(x) FILTER (WHERE c)``, :mod:`.aggfilter`) is ``x``, its
+    condition one on the rows its multiplicity map counts, which the nested condition does not read."""
+    return arg.ref if isinstance(arg, Filtered) else arg
+
+
 def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
     """The outer variables the nested conditions read that are not group variables (the outer maps' extra keys).
 
@@ -112,7 +119,7 @@ def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
         if bad:
             raise CompileError(f"unsupported {bad[0]} in a query with a nested subquery (only SUM, COUNT, AVG, MIN, "
                                "MAX and DISTINCT aggregates)")
-        folded += [(a[1], a[2]) for a in found if a[1] in _FOLDED_KINDS and var[a[2]] not in keys]
+        folded += [(a[1], _folded(a[2])) for a in found if a[1] in _FOLDED_KINDS and var[_folded(a[2])] not in keys]
     out: list[V] = []
     for c in q.nested:
         refs = ([outer for _, outer in c[1].correlation] + [outer for _, _, outer in c[1].ranges]

@@ -19,8 +19,13 @@ AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
 
 
-def skip_nulls(rw, agg: exp.Expression) -> exp.Expression:
-    """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER)."""
+def skip_nulls(rw, agg: exp.Expression, beside_nested: bool = False) -> exp.Expression:
+    """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER).
+
+    ``beside_nested``: the query's MIN/MAX may be a filtered fold beside its nested condition, because the view
+    reading it takes its rows from the query's COUNT(*) and the fold's presence from its COUNT (an outer join's
+    part, :mod:`.outernulls`).  Elsewhere it is refused: a view of the query alone takes a group's row from its
+    fold, so a group whose values are all NULL would have no row (a DuckDB check found it missing)."""
     arg = agg.this
     filt = agg.parent if type(agg.parent) is exp.Filter else None
     if filt is not None and rw.reads(filt.expression):
@@ -56,7 +61,7 @@ def skip_nulls(rw, agg: exp.Expression) -> exp.Expression:
         if own is not None and type(own.parent) is exp.Subquery and type(own.parent.parent) in (exp.From, exp.Join):
             raise rw.refuse(f"under {sql_of(agg)} in a derived table (the enclosing query does not read a filtered "
                             "fold's column: COALESCE the argument inside the derived table)", agg)
-        if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
+        if not beside_nested and any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
             raise rw.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
                             "nested aggregates is not built)", agg)
         agg.set("this", value)

@@ -24,8 +24,9 @@ MIN and MAX are the least (greatest) of the parts that have a value (:func:`.out
 of the view over the parts' aggregates (:mod:`.outerhaving`).  A padded column read as a key (selected, grouped
 by) is a constant key of the part that pads it, beside an indicator key (an internal key: reads show None where it
 is 1), :mod:`.outerkeys`; MIN, MAX and HAVING over such a view too.  Refused by name: ``DISTINCT`` aggregates over
-parts (but COUNT(DISTINCT) of one part's column), a padded key that is not INT or FLOAT, one the ON condition
-equates with another key, or one read outside an aggregate (a value column or HAVING).  A query reading nullable
+parts (but COUNT(DISTINCT) of one part's column), a padded key the ON condition equates with another key, or one
+read in a value column outside an aggregate (HAVING reads it with its indicator).  An expression key (``+ - * %``,
+``COALESCE``) is folded per part: NULL, a constant or a computed key there (:func:`.outerkeys.part_constants`).  A query reading nullable
 columns shows SQL's NULLs instead of 0, each part rewritten over indicators
 (:mod:`.outernulls`).
 
@@ -62,7 +63,7 @@ from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
 from .outerhaving import having_of, truth
 from .outerview import Reader, column, components, may_be_null, numeric_extremes
-from .outerkeys import padded_keys, part_constants, with_constants  # noqa: F401 (with_constants: the front end's)
+from .outerkeys import keyable, padded_keys, part_constants, with_constants  # noqa: F401 (with_constants: the front end's)
 from .outernulls import explicit, implied, lenient, not_true, null_columns, nullable_columns, reads_nullable
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
@@ -244,8 +245,16 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     row = tuple(Var(v) for v in key_vars)
     selects, placed = [], []  # per part: its SELECT, and per component its placeholder (or None: NULL there)
     for i, p in enumerate(ps):
-        constants = part_constants(keys, len(shown), p.meta["padded"], relations, q)
-        grouped = [(n, k) for n, (_, k) in enumerate(keys) if n not in constants]
+        folded = [fold(pad(k.copy(), p.meta["padded"]), p.meta["present"], maybe) if k is not None and
+                  type(k) is not exp.Column else k for _, k in keys]  # an expression key as this part reads it
+        constants = part_constants(keys, len(shown), p.meta["padded"], relations, q, folded)
+        grouped = [(n, folded[n]) for n, (_, k) in enumerate(keys) if n not in constants]
+        seen: dict[str, int] = {}
+        for n, k in grouped:
+            if n < len(shown) and seen.setdefault(k.sql(), n) != n:
+                raise ctx.error(f"unsupported GROUP BY over an outer join: {sql_of(keys[seen[k.sql()]][1])} and "
+                                f"{sql_of(keys[n][1])} are the same key ({sql_of(k)}) in one of its parts; group "
+                                "by one of them", q)
         items = [exp.alias_(k.copy(), f"k{n}") for n, k in grouped]
         where_at: list = []
         for c in comps:
@@ -283,7 +292,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         return functools.reduce(lambda a, b: Arith("+", a, b), found) if found else Const(0)
 
     rows = total(index[id(found[-1])])
-    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx, lambda n: [pl[n] for pl in placed])
+    nulls = {x: key_vars[n] for n, (x, _) in enumerate(keys) if n >= len(shown)}  # a key's indicator key
+    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx, lambda n: [pl[n] for pl in placed], nulls)
     names = [n for n, _ in shown] + [n for n, _ in values]
     if rename:
         if len(rename) != len(names):
@@ -319,8 +329,9 @@ def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:
             g = named[int(g.name) - 1][1]
         elif type(g) is exp.Column and not g.table:
             g = next((e for n, e in named if n.lower() == g.name.lower()), g)
-        if type(g) is not exp.Column:
-            raise ctx.error(f"unsupported GROUP BY {sql_of(g)} over an outer join (columns only)", g)
+        if type(g) is not exp.Column and not keyable(g):
+            raise ctx.error(f"unsupported GROUP BY {sql_of(g)} over an outer join (columns, and + - * % and "
+                            "COALESCE over them)", g)
         groups.append(g)
     keys, values = [], []
     for n, e in named:

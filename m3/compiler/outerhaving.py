@@ -72,21 +72,21 @@ def truth(cond: exp.Expression, r: Reader, want: bool = True) -> Expr:
 
 
 def having_of(q: exp.Select, keys: list, values: list) -> exp.Expression | None:
-    """The HAVING condition of an outer join's query ``q``, a name of a value column in it read as that column's
-    expression (DuckDB's ``HAVING n > 1`` for ``COUNT(*) AS n``); ``keys``/``values``: ``(name, expression)``.
+    """The HAVING condition of an outer join's query ``q``, a name of a column in it read as that column's
+    expression (DuckDB's ``HAVING n > 1`` for ``COUNT(*) AS n``, ``HAVING k > 1`` for ``r.a AS k``, as the inner
+    join's path reads them: a key's name first); ``keys``/``values``: ``(name, expression)``.
 
     >>> import sqlglot
-    >>> q = sqlglot.parse_one("SELECT r.a, COUNT(*) AS n FROM R r GROUP BY r.a HAVING n > 1 AND a > 0")
-    >>> having_of(q, [("a", q.expressions[0])], [("n", q.expressions[1].this)]).sql()
-    'COUNT(*) > 1 AND a > 0'
+    >>> q = sqlglot.parse_one("SELECT r.a AS k, COUNT(*) AS n FROM R r GROUP BY r.a HAVING n > 1 AND k > 0")
+    >>> having_of(q, [("k", q.expressions[0].this)], [("n", q.expressions[1].this)]).sql()
+    'COUNT(*) > 1 AND r.a > 0'
     """
     found = q.args.get("having")
     if found is None:
         return None
     cond = found.this.copy()
-    named = {n.lower(): e for n, e in values}
-    own = {n.lower() for n, _ in keys}
+    named = {n.lower(): e for n, e in values} | {n.lower(): e for n, e in keys}
     for col in list(cond.find_all(exp.Column)):
-        if not col.table and col.name.lower() in named and col.name.lower() not in own:
+        if not col.table and col.name.lower() in named:
             col.replace(named[col.name.lower()].copy())
     return cond

@@ -14,7 +14,8 @@ is; here each part, once built, gets the rewrite a query of inner joins gets (:f
   (no condition on the outer row is left inside the ``NOT EXISTS``, which it could not take out).
 * **Each part** (:func:`explicit`): its WHERE TRUE where SQL's is, its ``NOT EXISTS`` rewritten in its own
   scope (a correlation with a nullable column holding only where it is present), its SUM, COUNT and AVG
-  parts skipping NULLs (:func:`.nullaggs.skip_nulls`).
+  parts skipping NULLs (:func:`.nullaggs.skip_nulls`), its MIN/MAX filtered folds of the present values (in
+  the anti part beside its match count too: the view reads rows and presence from the parts' COUNTs).
 * **The view** (:func:`.outer.plan`): a key that is a nullable column of a side no part pads is grouped with
   its indicator, an internal key; a SUM/AVG that may read no value keeps its COUNT as a hidden column
   ``<column>__null`` (the NULL of an expression over it as :func:`.outerview.flagged` says), and ``__rows__null``
@@ -147,12 +148,10 @@ def explicit(part: exp.Select, relations: dict[str, RelationDecl], ctx: Position
                 out.append(rw.truth(c))
         where.set("this", all_of(out))
     for agg in [n for n in part.find_all(exp.Sum, exp.Count, exp.Min, exp.Max) if n.parent_select is part]:
-        if type(agg) in (exp.Min, exp.Max) and rw.reads(agg.this) and part.find(exp.Exists) is not None:
-            raise ctx.error(f"unsupported {agg.sql()} of a nullable column over an outer join whose preserved rows "
-                            "without a match it reads (MIN/MAX skip its NULLs by a filtered fold, which is not built "
-                            "beside the anti part's match count): MIN/MAX of a column that is not nullable, or of "
-                            "the padded side's", agg)
-        skip_nulls(rw, agg)
+        # A MIN/MAX of a nullable column of the preserved side in the anti part is a filtered fold beside its match
+        # count: the view reads the part's rows from its COUNT(*), the fold's presence from its COUNT (the nested-
+        # fold rule of :func:`.nested.nested_vars` still needs the match to read group columns only).
+        skip_nulls(rw, agg, beside_nested=True)
     return part
 
 

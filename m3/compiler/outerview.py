@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -89,6 +89,7 @@ class Reader:
     key_vars: tuple[str, ...]
     ctx: Positions
     each: Callable[[int], list[Expr | None]] | None = None  # a component per part (None: NULL there), for MIN/MAX
+    nulls: dict[int, str] = field(default_factory=dict)  # a key's position: its indicator key's variable (1: NULL)
 
 
 def column(e: exp.Expression, r: Reader) -> Expr:
@@ -121,10 +122,10 @@ def _read(e: exp.Expression, r: Reader) -> Flagged:
         return extreme(e, r)
     if isinstance(e, exp.AggFunc):
         return r.total(r.index[id(e)]), None
-    if type(e) is exp.Column:
-        for k, v in zip(r.keys, r.key_vars):
+    if type(e) is exp.Column:  # a group column; NULL where its indicator key is 1 (padded, or a NULL value)
+        for i, (k, v) in enumerate(zip(r.keys, r.key_vars)):
             if k == e:
-                return Var(v), None
+                return Var(v), Arith("-", Const(1), Var(r.nulls[i])) if i in r.nulls else None
     if type(e) is exp.Literal and not e.is_string:
         return Const(int(e.name) if e.is_int else float(e.name)), None
     if type(e) is exp.Neg:

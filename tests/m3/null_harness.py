@@ -71,10 +71,10 @@ class NullKeyHarness(Harness):
 _HARNESSES: dict[str, NullKeyHarness] = {}
 
 
-def check_rows_against_duckdb(sql: str, examples: int = 25) -> None:
+def check_rows_against_duckdb(sql: str, examples: int = 25, value=null_heavy) -> None:
     """Random NULL-heavy insert/delete batches into the relations the view reads; after each, the maps equal
     their definitions and the output rows DuckDB's (:class:`NullKeyHarness`); deleting every row empties every
-    map."""
+    map.  ``value(column, type)``: a column's strategy (default :func:`null_heavy`)."""
     h = _HARNESSES.get(sql) or _HARNESSES.setdefault(sql, NullKeyHarness(sql))
     used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
             if isinstance(n, RelAtom)}
@@ -82,7 +82,7 @@ def check_rows_against_duckdb(sql: str, examples: int = 25) -> None:
 
     @settings(max_examples=scaled(examples), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(workloads(relations, max_batches=5, max_ops=12, value=null_heavy))
+    @given(workloads(relations, max_batches=5, max_ops=12, value=value))
     def check(batches):
         h.run(batches)
 

@@ -39,6 +39,9 @@ SHAPES: dict[str, str] = {
                                               "HAVING NOT (t > 1 AND COUNT(*) > 1)",
     "across_a_join": GENERIC + "SELECT r.a, COUNT(*) FILTER (WHERE s.c < 2) AS n, COUNT(DISTINCT s.c) FILTER "
                                "(WHERE r.s = 'A') AS d FROM R r JOIN S s ON r.b = s.b GROUP BY r.a",
+    # a filtered fold beside a nested condition on group columns (a KeyError refused it before sqlL's nested.py)
+    "filtered_max_beside_exists": GENERIC + "SELECT r.b, MAX(r.a) FILTER (WHERE r.a > 1) AS m, COUNT(*) AS n "
+                                            "FROM R r WHERE EXISTS (SELECT * FROM S s WHERE s.b = r.b) GROUP BY r.b",
 }
 
 

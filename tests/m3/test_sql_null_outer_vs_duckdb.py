@@ -94,8 +94,9 @@ def test_compile_shows_the_cost_class_of_each_view():
 REFUSED = {
     "padded_key_joined_with_a_key": ("SELECT r.b, s.b AS sb, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b "
                                      "GROUP BY r.b, s.b", "reading s.b and r.b as keys"),
-    "min_of_nullable_preserved": ("SELECT r.a, MIN(r.b) FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY r.a",
-                                  r"MIN\(r.b\) of a nullable column over an outer join"),
+    "min_of_nullable_preserved_not_by_the_join_key": (  # by r.a it compiles (sqlL): the nested-fold rule
+        "SELECT r.a, MIN(r.c) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a",
+        "a fold over the values that meet a nested condition needs the condition to read only the folded column"),
     "subquery_beside": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b WHERE r.a IN "
                         "(SELECT d FROM T) GROUP BY r.a", "outer join's query with a subquery"),
     "or_in_on": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON s.d = r.b OR r.a = s.b GROUP BY r.a",

@@ -6,7 +6,8 @@ MAX do not add across parts, so each part keeps its own MIN/MAX and the COUNT of
 the least (greatest) of the parts that have a value (:func:`.outerview.extreme`), NULL where none has;
 COUNT(DISTINCT) of the padded side's column is the one part's that reads it.  HAVING is a condition of the view
 over the parts' aggregates, TRUE where SQL's three-valued one is (:mod:`.outerhaving`).  ``ON NOT (r.b = s.b)``
-over a nullable ``r.b`` of the preserved side needs ``r.b`` present as ``r.b = s.b`` does.  Without nullable
+over a nullable ``r.b`` of the preserved side needs ``r.b`` present as ``r.b = s.b`` does.  MIN/MAX of a nullable
+column of the preserved side skip its NULLs in the anti part too (a filtered fold beside its match count).  Without nullable
 columns a NULL aggregate reads 0 (the shared harness reads DuckDB's as 0); over nullable columns it is shown None
 (each row compared with DuckDB's).  Both backends; deleting every row empties every map.
 """
@@ -37,6 +38,11 @@ SHAPES: dict[str, str] = {
         LEFT JOIN S s ON r.b = s.b AND r.a > 0 LEFT JOIN T t ON s.c = t.c GROUP BY r.a;
         SELECT s.c, MIN(r.a) - MAX(r.b) AS m, COUNT(*) AS n FROM R r RIGHT JOIN S s ON r.b = s.b GROUP BY s.c
         HAVING m >= 1 AND MIN(r.b) IS NOT NULL OR COUNT(DISTINCT r.a) > 1""",
+    "having_on_a_group_column_alias": GENERIC + """SELECT r.a AS k, COUNT(*) AS n, MAX(s.c) AS m FROM R r
+        LEFT JOIN S s ON r.b = s.b GROUP BY k HAVING k > 1 OR n > 2 AND NOT (k = 0);
+        SELECT s.b AS g, SUM(s.c) AS t, COUNT(*) AS n FROM R r RIGHT JOIN S s ON r.b = s.b GROUP BY s.b
+        HAVING g < 2 AND n > 1""",  # a key's name read as its column, as the inner join's path does (sqlL c)
+    # (not ``g < 2 AND t > 0``: DuckDB 2.0.1 returns no row for it over S = {(0, 0), (0, 1)} and R empty)
 }
 
 NULL_SHAPES: dict[str, str] = {
@@ -49,6 +55,14 @@ NULL_SHAPES: dict[str, str] = {
         FROM R r LEFT JOIN S s ON r.b = s.b AND s.d > 1 GROUP BY r.b;
         SELECT r.a, AVG(r.c) AS v, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a
         HAVING AVG(r.c) > 0.3 OR NOT (SUM(s.d) > 1) OR SUM(s.d) IS NULL""",
+    "null_extremes_of_a_nullable_preserved_column": NULLABLE + """SELECT r.b, MIN(r.c) AS m, MAX(r.c) AS x,
+        COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.b HAVING COUNT(*) > 1 OR SUM(s.d) IS NULL;
+        SELECT s.d, MAX(s.b) AS m, MIN(s.b) AS z, SUM(r.c) AS t FROM R r RIGHT JOIN S s ON r.a = s.d GROUP BY s.d;
+        SELECT r.a, MIN(r.b) AS m, MAX(s.b) AS y FROM R r LEFT JOIN S s ON r.a = s.d AND r.b > 0
+        GROUP BY r.a;
+        SELECT r.a, MIN(r.b) AS m, MAX(r.b) AS x FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a""",
+    # a filtered fold (NULLs skipped) in the anti part, beside its match count (sqlL b); the last: of the join
+    # column itself, which the nested condition may read
 }
 
 
@@ -60,6 +74,19 @@ def test_view_matches_duckdb(shape):
 @pytest.mark.parametrize("shape", shape_params(NULL_SHAPES))
 def test_view_over_nullable_columns_matches_duckdb(shape):
     check_rows_against_duckdb(NULL_SHAPES[shape], examples=10)
+
+
+def test_having_on_a_group_column_alias_compiles_as_over_an_inner_join():
+    """``HAVING k > 1`` with ``r.a AS k`` was refused as an "unsupported expression k" over an outer join while
+    the inner join compiled it: the key's name is read as its column there too, on both backends."""
+    sql = GENERIC + "SELECT r.a AS k, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a HAVING k > 1"
+    program = compile_sql(sql)
+    for backend in ("python", "native"):
+        rt = new_runtime(program, backend)
+        rt.apply_batch([("R", 1, (1, 0)), ("R", 1, (2, 0)), ("S", 1, (0, 5)), ("S", 1, (0, 6))])
+        assert rt.view("Q1") == {(2,): 2}
+        rt.apply_batch([("R", -1, (1, 0)), ("R", -1, (2, 0)), ("S", -1, (0, 5)), ("S", -1, (0, 6))])
+        assert rt.view("Q1") == {} and rt.entries() == 0
 
 
 def test_min_of_the_padded_side_is_null_without_a_match_on_both_backends():
@@ -80,9 +107,33 @@ def test_min_of_the_padded_side_is_null_without_a_match_on_both_backends():
         assert rt.view("Q1") == {} and rt.entries() == 0
 
 
+def test_min_of_a_nullable_preserved_column_skips_its_nulls_on_both_backends():
+    """MIN(r.c) of the rows of R without a match skips their NULL c (a filtered fold in the anti part, beside
+    its match count): NULL where every c is; a match moving a row between the parts is seen; deleting every row
+    empties every map."""
+    program = compile_sql(NULLABLE + "SELECT r.b, MIN(r.c) AS m, COUNT(*) AS n FROM R r LEFT JOIN S s "
+                                     "ON r.b = s.b GROUP BY r.b")
+    rows = [("R", 1, (1, 0, None)), ("R", 1, (2, 0, 0.5)), ("R", 1, (3, 0, -1.0)), ("R", 1, (4, 1, None))]
+    for backend in ("python", "native"):
+        rt = new_runtime(program, backend)
+        rt.apply_batch(rows)
+        assert rt.view("Q1") == {(0, 0): (-1.0, 3), (1, 0): (None, 1)}
+        rt.apply_batch([("S", 1, (0, 7)), ("R", -1, (3, 0, -1.0))])  # matched now: the inner part's MIN
+        assert rt.view("Q1") == {(0, 0): (0.5, 2), (1, 0): (None, 1)}
+        rt.apply_batch([("S", -1, (0, 7))])  # back to the anti part
+        assert rt.view("Q1") == {(0, 0): (0.5, 2), (1, 0): (None, 1)}
+        rt.apply_batch([("R", -1, r) for _, _, r in rows if r != (3, 0, -1.0)])
+        assert rt.view("Q1") == {} and rt.entries() == 0
+
+
 REFUSED = {
-    "nullable_preserved_min": (NULLABLE + "SELECT r.a, MAX(r.c) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a",
-                               r"MAX\(r.c\) of a nullable column over an outer join"),
+    "nullable_preserved_max_not_by_the_join_key": (  # as a column that is not nullable: the nested-fold rule
+        NULLABLE + "SELECT r.a, MAX(r.c) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a",
+        r"unsupported MAX of c in a query whose nested subquery reads B: a fold over the values that meet a "
+        "nested condition"),
+    "nullable_preserved_min_under_arithmetic": (  # the NULL rules, as of the padded side's
+        NULLABLE + "SELECT r.b, MIN(r.c) + 1 AS m FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.b",
+        r"under an expression over MIN\(r.c\)"),
     "sum_distinct": (GENERIC + "SELECT r.a, SUM(DISTINCT s.c) FROM R r LEFT JOIN S s ON r.b = s.b "
                      "GROUP BY r.a", "other DISTINCT aggregates do not combine yet"),
     "count_distinct_of_preserved": (GENERIC + "SELECT COUNT(DISTINCT r.a) AS d FROM R r FULL JOIN S s ON r.b = s.b",
