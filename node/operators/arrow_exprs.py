@@ -101,9 +101,8 @@ class Translator:
     arguments, a table insert's values; :class:`~.join_columns.PairTranslator`: over pairs of two schemas' rows).
 
     ``per_row``: flagged rows get the row code's values (else the batch raises :class:`Fallback`), and the
-    operations added with it translate (math functions, ``%`` of doubles, casts of text, ``coalesce``,
-    ``null``, ``is true``, ``and``/``or``/``not`` of non-comparisons: else :class:`Unsupported`, the
-    coverage the join, table and aggregate translators had before branch colJT);
+    operations added with it translate (math functions, ``%`` of doubles, casts of text, ``coalesce``, ``null``,
+    ``is true``, ``and``/``or``/``not`` of non-comparisons: else :class:`Unsupported`, as before colJT);
     ``nullable``: fields declared nullable are read, with the row code's three-valued logic (else
     :class:`Unsupported`).
     """
