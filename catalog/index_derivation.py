@@ -115,7 +115,8 @@ class Derivation:
         touched = self._update_refs()
         dirty = self._dirty(touched)
         for stream in sorted(touched):
-            self.problems += producer_problems(self.after, stream, self._producers(stream))
+            if self._count(stream) > 1:  # (a list of one producer has no problem: a deployment's every new stream)
+                self.problems += producer_problems(self.after, stream, self._producers(stream))
         for kind, check in REFERENCE_CHECKS:
             items = getattr(self.after, kind)
             for key in sorted(dirty.get(kind, ())):
