@@ -51,5 +51,8 @@ def _init_order(cls: type) -> tuple[Callable[[Any], tuple], dict[str, int]] | No
     if len(fields) < 2 or len(fields) != len(cls.__dataclass_fields__) or any(not f.init or f.kw_only
                                                                             for f in fields):
         return None  # (attrgetter of one name gives the value, not a tuple)
+    code = getattr(cls.__init__, "__code__", None)
+    if code is None or code.co_filename != "<string>":  # an __init__ of the class's own writing, not the one
+        return None  # dataclass made (its parameters' order need not be the fields')
     names = [f.name for f in fields]
     return attrgetter(*names), {n: i for i, n in enumerate(names)}

@@ -114,9 +114,6 @@ class Derivation:
     def run(self) -> Derived:
         touched = self._update_refs()
         dirty = self._dirty(touched)
-        for stream in sorted(touched):
-            if self._count(stream) > 1:  # (a list of one producer has no problem: a deployment's every new stream)
-                self.problems += producer_problems(self.after, stream, self._producers(stream))
         for kind, check in REFERENCE_CHECKS:
             items = getattr(self.after, kind)
             for key in sorted(dirty.get(kind, ())):

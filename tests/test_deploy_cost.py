@@ -71,8 +71,8 @@ def test_a_part_of_new_boxes_costs_the_same_at_40_and_400_boxes(counted):
 
 
 def test_a_second_producer_is_still_reported_as_the_whole_check_reports_it(counted):
-    """A new box writing a stream a box already writes: the producer list is built for that stream alone,
-    and the problem is the whole check's."""
+    """A new box writing a stream a box already writes: the derive sends the change to the whole check, which
+    reports it (the indexed plan's problems are the whole check's)."""
     before = _catalog(40)
     index = CatalogIndex.build(before)
     text = ('<borealis><box name="twin" type="filter"><in stream="in"/><out stream="s7"/>'

@@ -55,3 +55,18 @@ def test_an_unknown_field_is_refused_and_a_class_replace_handles_differently_goe
     with pytest.raises(ValueError):  # (replace's rule: a field outside __init__ cannot be changed)
         evolve(Later(1, 2), b=1)
     assert evolve(Later(1, 2), a=5, c=1) == dataclasses.replace(Later(1, 2), a=5, c=1)
+
+
+def test_a_class_with_an_init_of_its_own_goes_to_replace():
+    """``evolve`` calls the class with its fields in order, which only the ``__init__`` dataclass writes takes:
+    one of the class's own (parameters in another order) gets ``replace``'s keywords."""
+    @dataclasses.dataclass(frozen=True)
+    class Own:
+        a: int
+        b: int = 0
+
+        def __init__(self, b: int = 0, a: int = 0) -> None:
+            object.__setattr__(self, "a", a)
+            object.__setattr__(self, "b", b)
+
+    assert evolve(Own(a=1, b=2), a=5) == dataclasses.replace(Own(a=1, b=2), a=5) == Own(a=5, b=2)
