@@ -32,6 +32,7 @@ from .document_model import (
 )
 from .element_paths import ElementPaths
 from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint, parse_position
+from .evolve import evolve
 from .model import (
     Client,
     GlobalComponent,
@@ -171,7 +172,7 @@ class DocumentReader:
         if node is not None:
             spelled = self.node(el, node)
             if spelled != node:  # most are already host:port (all of a catalog the Head wrote)
-                obj = replace(obj, node=spelled)
+                obj = evolve(obj, node=spelled)
         return obj
 
     def query(self, el: etree._Element) -> list[Any]:

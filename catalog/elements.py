@@ -17,12 +17,12 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
 from .diagnostics import CATALOG
+from .evolve import evolve
 from .model import (
     Box,
     Catalog,
@@ -190,7 +190,7 @@ def adopt_commit(catalog: Catalog, commit: Commit, planned: Catalog) -> Catalog:
     for change in commit.changes:
         if change.kind == "box" and change.text is not None:
             box = planned_boxes[change.key]
-            boxes[change.key] = box if box.origin is CATALOG else replace(box, origin=CATALOG)
+            boxes[change.key] = box if box.origin is CATALOG else evolve(box, origin=CATALOG)
         else:
             _apply_change(new, change)
     return new

@@ -114,8 +114,6 @@ class Derivation:
     def run(self) -> Derived:
         touched = self._update_refs()
         dirty = self._dirty(touched)
-        for stream in sorted(touched):
-            self.problems += producer_problems(self.after, stream, self._producers(stream))
         for kind, check in REFERENCE_CHECKS:
             items = getattr(self.after, kind)
             for key in sorted(dirty.get(kind, ())):

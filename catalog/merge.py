@@ -25,6 +25,7 @@ from .app_prune import prune_left_out
 from .declared_inputs import as_declarations
 from .diagnostics import CATALOG, Diagnostic, Origin
 from .document_model import Application, Delete, Deployment, Modify, merge_params
+from .evolve import evolve
 from .model import (
     NAMED_BY_APP,
     Box,
@@ -92,7 +93,7 @@ class Merger:
         name = app.app_name
         self.apps.setdefault(name, app.source)
         for obj in app.declarations:
-            self.declare(replace(obj, app=name) if isinstance(obj, NAMED_BY_APP) else obj)
+            self.declare(evolve(obj, app=name) if isinstance(obj, NAMED_BY_APP) else obj)
         streams = {*self.declared.get("inputs", ()), *(s for b in self.declared.get("boxes", ())
                                                        if b in self.catalog.boxes for s in self.catalog.boxes[b].outputs)}
         outputs = self.declared.setdefault("outputs", set())

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from .diagnostics import Origin
 from .document_model import Deployment, Move, NodeAssignment
+from .evolve import evolve
 from .model import Box, Catalog, Node, Partition
 from .partition_resubmit import resubmitted
 from .tracked import TRACKED
@@ -167,7 +168,7 @@ class Placement:
                 self.fail(claims[0][1], f"{noun} {name!r} is already on node {before.node!r}; "
                                         f"use <move> to relocate it")
                 continue
-            items[name] = replace(item, node=endpoints[0])
+            items[name] = evolve(item, node=endpoints[0])
         for name in self.partitioned:
             box = self.catalog.boxes.get(name)
             if box is not None and box.node and name not in conflicted:

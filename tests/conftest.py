@@ -36,6 +36,8 @@ IN_PROCESS = (
     "test_yielding.py",                      # the Head's background work's checkpoints, counted in process
     "test_handover_cost.py",                 # a box moved between two in-process dataflows, its work counted
     "test_connect_cost.py",                  # a connect's check on an in-process dataflow, its inferences counted
+    "test_deploy_cost.py",                   # a deployment's part checked against an index, its typings counted
+    "test_evolve.py",                        # catalog/evolve.py against dataclasses.replace, in process
     "test_blocking_peers.py",                # blocking calls against OneShotPeers' on a threaded HTTP server
     "test_box_wait.py",                      # the Head's long poll for a move, on a stand-in Head
     "test_m3_lookup.py",                     # lookup joins compiled and run in process (m3/compiler/lookup.py)
