@@ -91,7 +91,9 @@ async def test_a_restarted_head_holds_the_same_catalog_index_and_slices(store_ur
         assert f"catalog index of version {catalog.version} decoded" in caplog.text
         if store_url.startswith("zk://"):  # read from a copy and the log since, not element by element
             assert copies_read == [True]
+        assert again.commits.saved_boxes == 45  # its boxes from the blob saved with the index, not their XML
         assert again.catalog == catalog
+        assert all(again.catalog.boxes[name].app == box.app for name, box in catalog.boxes.items())
         assert facts(again.index) == known == facts(CatalogIndex.build(again.catalog, again.box_types))
         assert {endpoint: sync.desired for endpoint, sync in again.syncs.items()} == slices
     finally:
