@@ -21,6 +21,7 @@ from boreas.catalog.model import Box, Catalog, InPort
 from boreas.catalog.saved_boxes import KEY, StaleBoxes, decode_boxes, encode_boxes, read_catalog_at_start
 from boreas.catalog.store import open_store
 from boreas.catalog.submission import read_catalog
+from boreas.head.service import HeadService
 from support.catalog_edits import chain
 
 
@@ -35,11 +36,11 @@ def catalog() -> Catalog:
     return cat
 
 
-def stored(store, cat: Catalog) -> Catalog:
+def stored(store, cat: Catalog, registry=None) -> Catalog:
     """``cat`` committed to ``store``; the catalog as the store gives it back, with its index saved."""
     store.commit(store.version(), diff(Catalog(), cat))
     read = read_catalog(store)
-    save_index(store, CatalogIndex.build(read))
+    save_index(store, CatalogIndex.build(read, registry))
     return read
 
 
@@ -96,3 +97,24 @@ def test_a_corrupt_blob_in_the_store_is_ignored(store) -> None:
     expected = stored(store, catalog())
     store.put_blob(KEY, b"BXBOX garbage")
     assert read_catalog_at_start(store) == (expected, 0)
+
+
+async def test_a_head_started_from_an_index_saved_without_boxes_saves_them(tmp_path, caplog) -> None:
+    """A store whose index was saved before the boxes were (or whose boxes blob was lost): the Head started
+    from that index saves again on close, so the next start reads its boxes in bulk; one with both does not."""
+    caplog.set_level(logging.INFO, logger="boreas.catalog.index_checkpoint")
+    url = f"sqlite:///{tmp_path}/c.db"
+    with open_store(url) as store:
+        expected = stored(store, catalog(), HeadService(url, token=None).box_types)  # (decoded by the Head)
+        store.put_blob(KEY, b"")  # (an empty blob: none, as before catalog/saved_boxes.py)
+    for saved_before, saved_after in ((0, 4), (4, 4)):
+        head = HeadService(url, token=None, snapshot_interval=0)
+        await head.start("127.0.0.1", 0)
+        try:
+            assert head.commits.saved_boxes == saved_before and head.catalog == expected
+            assert "catalog index of version 1 decoded" in caplog.text
+            assert head.index_saver.saved == (expected.version if saved_before else None)
+        finally:
+            await head.close()
+        with open_store(url) as store:
+            assert read_catalog_at_start(store)[1] == saved_after
