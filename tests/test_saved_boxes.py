@@ -12,6 +12,9 @@ import logging
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lxml import etree
 from boreas.catalog import elements
 from boreas.catalog.diagnostics import CATALOG
 from boreas.catalog.elements import diff
@@ -22,7 +25,8 @@ from boreas.catalog.saved_boxes import KEY, StaleBoxes, decode_boxes, encode_box
 from boreas.catalog.store import open_store
 from boreas.catalog.submission import read_catalog
 from boreas.head.service import HeadService
-from support.catalog_edits import chain
+from boreas.catalog.xmlcodec import to_text
+from support.catalog_edits import EDITS, Edit, chain
 
 
 def catalog() -> Catalog:
@@ -118,3 +122,17 @@ async def test_a_head_started_from_an_index_saved_without_boxes_saves_them(tmp_p
             await head.close()
         with open_store(url) as store:
             assert read_catalog_at_start(store)[1] == saved_after
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(EDITS, min_size=1, max_size=8))
+def test_saved_boxes_are_what_their_stored_text_decodes_to(edits: list[Edit]) -> None:
+    """Over random catalogs (every kind of edit a submission, deployment, move or connect makes): each box
+    saved and decoded equals the box its catalog-form XML text decodes to, application included."""
+    cat = catalog()
+    for edit in edits:
+        edit(cat)
+    by_text = {name: elements.decode(etree.fromstring(to_text(box))) for name, box in cat.boxes.items()}
+    saved = decode_boxes(encode_boxes(cat), cat.version, set(cat.boxes))
+    assert saved == by_text
+    assert {name: box.app for name, box in saved.items()} == {name: box.app for name, box in by_text.items()}
