@@ -20,9 +20,13 @@ text does; its origin is the stored catalog's (:data:`~.diagnostics.CATALOG`),
 as a box decoded from the store has.  ``tests/test_saved_boxes.py`` holds
 the result equal to reading every text.
 
-The trust is the saved index's (:mod:`.index_codec`): within one store a
-version names the catalog's content; the names guard against a blob of
-another catalog at the same version.
+The trust is the saved index's (:mod:`.index_codec`), and it weighs more
+here: these are the catalog's boxes themselves, not facts derived from
+them.  Within one store a version names the catalog's content: a blob is
+kept in the catalog's own subtree (SQLite's file, ZooKeeper's
+``<chroot>/catalog``), so a catalog laid out there again, counting its
+versions from 0, never finds the blobs of the one before; the names and
+the count guard against a blob of other boxes at the same version.
 """
 
 from __future__ import annotations
@@ -57,6 +61,10 @@ _DECODER = msgspec.msgpack.Decoder(list[Box])
 
 class StaleBoxes(Exception):
     """The saved boxes are not the given snapshot's (another version or other boxes), or the blob is corrupt."""
+
+
+#: The most bytes a saved blob of boxes may inflate to (about 200 a box: 2 GB is ten million boxes).
+MAX_INFLATED = 2 << 30
 
 
 class _Header(msgspec.Struct, array_like=True):
@@ -140,7 +148,11 @@ def decode_boxes(data: bytes, version: int, names: set[str]) -> dict[str, Box]:
     if header.checksum != _checksum(payload):
         raise StaleBoxes("its checksum does not match: the blob is corrupt")
     try:
-        boxes = {box.name: box for box in _DECODER.decode(zlib.decompress(payload))}
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(payload, MAX_INFLATED)
+        if inflate.unconsumed_tail:  # (a blob inflating past any catalog's size: refused, not held in memory)
+            raise StaleBoxes(f"it inflates past {MAX_INFLATED} bytes")
+        boxes = {box.name: box for box in _DECODER.decode(raw)}
     except (msgspec.DecodeError, msgspec.ValidationError, zlib.error) as exc:
         raise StaleBoxes(f"it does not decode ({exc})") from exc
     if boxes.keys() != names:
