@@ -23,7 +23,8 @@ not of the part.
 to (``HeadService.start`` until it serves: read, decode, index, slice every
 node), twice in the same run: first with no saved index (the catalog checked
 whole, as every start did before), then, after the first Head saved its index
-on close, from the saved index (catalog/index_checkpoint.py).  Each start runs
+on close, from the saved index (catalog/index_checkpoint.py) and the boxes saved with it
+(catalog/saved_boxes.py).  Each start runs
 in a fresh process, so what it adds to that process's RSS is the Head's memory
 for the catalog (its catalog, index, slices and node syncs), printed per box.
 
@@ -123,6 +124,7 @@ def in_fresh_process(url: str, how: str) -> float:
 def run_head_start(url: str, how: str) -> float:
     logging.basicConfig(level=logging.WARNING, format="  %(message)s")
     logging.getLogger("boreas.catalog.index_checkpoint").setLevel(logging.INFO)  # decoded or checked, in how long
+    logging.getLogger("boreas.catalog.saved_boxes").setLevel(logging.INFO)  # boxes from the saved blob, or why not
     return asyncio.run(head_start(url, how))
 
 

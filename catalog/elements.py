@@ -114,11 +114,16 @@ def to_elements(catalog: Catalog) -> dict[tuple[str, str], str]:
     return out
 
 
-def catalog_from_elements(elements: Mapping[tuple[str, str], str], version: int = 0) -> Catalog:
+def catalog_from_elements(elements: Mapping[tuple[str, str], str], version: int = 0,
+                          boxes: Mapping[str, Box] | None = None) -> Catalog:
+    """The catalog of the stored ``elements``; a box named in ``boxes`` is taken from there, not decoded from
+    its text (the boxes saved for this version in bulk: catalog/saved_boxes.py)."""
     catalog = Catalog(version=version)
+    boxes = boxes or {}
     for (kind, key), text in sorted(elements.items()):
         attr, _ = KIND_TO_DICT[kind]
-        getattr(catalog, attr)[key] = decode(etree.fromstring(text, _PARSER))
+        found = boxes.get(key) if kind == "box" else None
+        getattr(catalog, attr)[key] = found if found is not None else decode(etree.fromstring(text, _PARSER))
     return catalog
 
 

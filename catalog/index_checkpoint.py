@@ -30,6 +30,7 @@ from .boxtypes import BoxTypeRegistry, builtin_registry
 from .index import CatalogIndex
 from .index_codec import StaleIndex, decode_index, encode_index
 from .model import Catalog
+from .saved_boxes import save_boxes
 from .store import CatalogStore, StoreError
 
 log = logging.getLogger(__name__)
@@ -71,4 +72,5 @@ def save_index(store: CatalogStore, index: CatalogIndex, checkpoint: Callable[[]
     """Save ``index`` as the one to start from; the bytes written (``checkpoint``: see :func:`.index_codec.encode_index`)."""
     data = encode_index(index, checkpoint)
     store.put_blob(KEY, data)
-    return len(data)
+    # The same version's boxes beside it, so the next start reads them in bulk (:mod:`.saved_boxes`).
+    return len(data) + save_boxes(store, index.catalog, checkpoint)

@@ -30,6 +30,7 @@ from typing import Any
 from boreas.catalog.elements import adopt_commit, apply_commit, commit_touched
 from boreas.catalog.model import Catalog
 from boreas.catalog.store import CatalogStore, Commit
+from boreas.catalog.saved_boxes import read_catalog_at_start
 from boreas.catalog.submission import commits_after, read_catalog
 
 from .bulk import bulk_step
@@ -48,6 +49,7 @@ class CommitFollower:
         self._advance = advance
         self.store: CatalogStore | None = None
         self.full_reads = 0  # whole-catalog reads from the store: one at start, then only for a gap
+        self.saved_boxes = 0  # boxes the start took from the saved blob (catalog/saved_boxes.py), not their XML
         self._queue: asyncio.Queue[Commit] = asyncio.Queue()
         self._watch: Any = None
         self._planned: dict[int, tuple[Catalog, Catalog]] = {}  # version -> (diffed from, diffed to)
@@ -61,7 +63,9 @@ class CommitFollower:
     async def start(self, store: CatalogStore) -> Catalog:
         """Read the catalog from ``store`` and watch it from that version on; the catalog read."""
         self.store = store
-        catalog = await asyncio.to_thread(self.read_full)
+        self.full_reads += 1
+        # (its boxes from the blob saved with the index for this version, when there is one: decoded in bulk)
+        catalog, self.saved_boxes = await asyncio.to_thread(read_catalog_at_start, store)
         loop = asyncio.get_running_loop()
         self._watch = await asyncio.to_thread(
             store.watch, catalog.version, lambda commit: loop.call_soon_threadsafe(self._queue.put_nowait, commit))

@@ -158,9 +158,9 @@ class HeadService:
             catalog = await self.commits.start(self.store)
             marks.append(time.process_time())
             # The index saved for this very version when there is one, else the catalog checked whole
-            # (catalog/index_checkpoint.py; the log says which).
+            # (catalog/index_checkpoint.py; the log says which); saved again if its boxes were not (saved_boxes.py).
             self.index, decoded = await asyncio.to_thread(load_index, self.store, catalog, self.box_types)
-            self.index_saver.started(catalog.version, decoded)
+            self.index_saver.started(catalog.version, decoded and (self.commits.saved_boxes > 0 or not catalog.boxes))
             marks.append(time.process_time())
             self._install(catalog, affected_version=None)
             marks.append(time.process_time())

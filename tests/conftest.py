@@ -145,6 +145,7 @@ IN_PROCESS = (
     "test_named_subscription_catalog.py",    # <subscribe name=> replacing by name, in process
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
     "test_index_checkpoint.py",              # a saved, decoded index against the whole check; a Head started twice
+    "test_saved_boxes.py",                   # a start's boxes from the saved blob against their XML, on a sqlite file
     "test_expression_shapes.py",             # expressions parsed by shape against sqlglot, in process
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh

@@ -91,8 +91,44 @@ async def test_a_restarted_head_holds_the_same_catalog_index_and_slices(store_ur
         assert f"catalog index of version {catalog.version} decoded" in caplog.text
         if store_url.startswith("zk://"):  # read from a copy and the log since, not element by element
             assert copies_read == [True]
+        assert again.commits.saved_boxes == 45  # its boxes from the blob saved with the index, not their XML
         assert again.catalog == catalog
+        assert all(again.catalog.boxes[name].app == box.app for name, box in catalog.boxes.items())
         assert facts(again.index) == known == facts(CatalogIndex.build(again.catalog, again.box_types))
         assert {endpoint: sync.desired for endpoint, sync in again.syncs.items()} == slices
     finally:
         await again.close()
+
+
+@pytest.mark.zookeeper
+def test_a_catalog_laid_out_again_does_not_start_from_the_old_ones_saved_boxes(zookeeper_server) -> None:
+    """The saved index and boxes live in the catalog's own subtree: a catalog removed and laid out again under
+    the same chroot counts its versions from 0 again, and its version 1 must be read from its own texts, not
+    from the blob the old catalog saved at its version 1 (same box names, other content)."""
+    from dataclasses import replace
+
+    from boreas.catalog.elements import diff
+    from boreas.catalog.index_checkpoint import save_index
+    from boreas.catalog.model import Catalog
+    from boreas.catalog.saved_boxes import read_catalog_at_start
+    from boreas.catalog.store import open_store
+    from boreas.catalog.submission import read_catalog
+    from kazoo.client import KazooClient
+    from support.catalog_edits import chain
+
+    url = f"zk://{zookeeper_server}/again-{uuid.uuid4().hex[:8]}"
+    old = chain()
+    new = replace(old, boxes={**old.boxes, "b1": replace(old.boxes["b1"], params=(("expression.0", "a > 99"),))})
+    with open_store(url) as store:
+        store.commit(store.version(), diff(Catalog(), old))
+        save_index(store, CatalogIndex.build(read_catalog(store)))
+    client = KazooClient(hosts=zookeeper_server)
+    client.start()
+    try:
+        client.delete("/" + url.rsplit("/", 1)[1] + "/catalog", recursive=True)
+    finally:
+        client.stop()
+    with open_store(url) as store:
+        store.commit(store.version(), diff(Catalog(), new))
+        read, taken = read_catalog_at_start(store)
+    assert taken == 0 and read.boxes["b1"].params == (("expression.0", "a > 99"),)

@@ -6,8 +6,11 @@ over one znode's 1 MiB.  Written as :mod:`.zk_snapshot` writes whole copies,
 chunks first and the pointer last, so a reader sees the old blob or the new
 one whole, never a mix::
 
-    <chroot>/blobs/<key>                   {"generation": G, "chunks": N}: the chunks to read (set last)
-    <chroot>/blob_chunks/<key>/<G>/<i:06d> chunk i of generation G
+    <chroot>/catalog/blobs/<key>                   {"generation": G, "chunks": N}: the chunks (set last)
+    <chroot>/catalog/blob_chunks/<key>/<G>/<i:06d> chunk i of generation G
+
+(under the catalog's own subtree: a catalog laid out there again starts from version 0 without the blobs
+of the one before, which its version numbers would otherwise match)
 
 A reader that finds a chunk gone (deleted under it by a newer write) gets
 None, as for a blob never set: a blob is a cache the caller can do without.

@@ -125,7 +125,9 @@ class ZooKeeperStore(CatalogStore):
         self._log = ZooKeeperLog(self._client, self._root, url)
         self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
         self._meta = MetaZnodes(self._client, chroot + "/meta")
-        self._blobs = BlobZnodes(self._client, chroot)
+        # (inside the catalog's subtree: a catalog laid out again there, its versions counted from 0, must not
+        # find the saved index and boxes of the one before at the same version numbers)
+        self._blobs = BlobZnodes(self._client, self._root)
         self.alongside = CommitMeta()  # metadata a commit writes in its multi-op (a submission's record)
         try:
             if create:
