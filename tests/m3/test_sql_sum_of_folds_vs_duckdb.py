@@ -32,7 +32,7 @@ SHAPES: dict[str, str] = {
 
 @pytest.mark.parametrize("shape", shape_params(SHAPES))
 def test_view_matches_duckdb(shape):
-    check_against_duckdb(SHAPES[shape], examples=10)  # (kept cheap: the suite is near its CI budget)
+    check_against_duckdb(SHAPES[shape], examples=8)  # (kept cheap: the suite is near its CI budget)
 
 
 def _runtime(program, backend: str) -> Runtime:
@@ -69,7 +69,7 @@ def test_changes_folded_match_duckdb(shape, backend):
     select = SHAPES[shape][len(STREAMS):]
     _runtime(program, backend)
 
-    @settings(max_examples=scaled(15), deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=scaled(10), deadline=None, suppress_health_check=list(HealthCheck))
     @given(_STEPS)
     def check(steps):
         rt = _runtime(program, backend)
