@@ -68,6 +68,20 @@ class Reader:
         found = self.values(name, pattern, at)
         return (len(found), min(found), max(found)) if found else (0, None, None)
 
+    def fold_term(self, spec, pattern: tuple, group) -> object:
+        """One group's term of a sum of folds (:class:`.foldsums.SumOfFolds`): its fold, 0 where empty."""
+        found = self.fold(spec.fmap, spec.fold_pattern(pattern, group), spec.fat)
+        return found[1 if spec.kind == "MIN" else 2] if found[0] else 0
+
+    def fold_sum(self, rows: str, fmap: str, pattern: tuple, spec) -> object:
+        """``SUM(KIND(...) FOR G : rows[...])`` (``spec``: :class:`.foldsums.SumOfFolds`, of maps ``rows`` and
+        ``fmap``) at the row whose ``rows`` slice is ``pattern``: each group's fold, summed in the slice's order.  The reader of the maps after a batch answers from a memo adjusted by the
+        batch's journals (:mod:`.foldsums`)."""
+        total = 0
+        for group in self.values(spec.rows, pattern, spec.at):
+            total = total + self.fold_term(spec, pattern, group)
+        return total
+
 
 def items(found) -> list:
     """An ``entries`` answer (a dict or pairs) as a list of ``(key, value)``."""

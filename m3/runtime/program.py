@@ -276,7 +276,7 @@ class Runtime(Reads):
         """The view rows the batch that made ``version`` changed (:func:`.viewchanges.view_changes`)."""
         memos = self._memos
         return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, memos.totals,
-                            journals, version, plain, memos.rows, memos.folds, memos.counts)
+                            journals, version, plain, memos.rows, memos.folds, memos.counts, memos.sums)
 
     def _reader(self) -> Reader:
         """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""

@@ -33,6 +33,7 @@ from .evaluate import Reader
 from .maps import MapStore
 from .rowmemo import RowMemo
 from .slicecounts import SliceCounts
+from .foldsums import FoldSums
 from .slicefolds import SliceFolds
 from .views import ViewForm, candidate_rows, same
 
@@ -74,20 +75,25 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
 
 def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
                  journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None,
-                 folds: SliceFolds | None = None, counts: SliceCounts | None = None) -> dict[str, list]:
+                 folds: SliceFolds | None = None, counts: SliceCounts | None = None,
+                 sums: FoldSums | None = None) -> dict[str, list]:
     """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
     (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
     views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first; ``rows_memo``:
     the general views' rows after the previous batch (:mod:`.rowmemo`), advanced to ``version``; ``folds``: the
     slices' folds (:mod:`.slicefolds`), advanced to ``version`` and read by the rows' evaluation after it;
     ``counts``: the counts of the maps read only as counts (:mod:`.slicecounts`), read where exact at ``version``
-    (a native runtime's: it keeps no mirror of those maps)."""
+    (a native runtime's: it keeps no mirror of those maps); ``sums``: the sums of folds (:mod:`.foldsums`),
+    advanced to ``version`` (their groups' terms read after the batch) and read by the rows' evaluation after it."""
     memo.advance(journals, store, version)
     if folds is not None:
         folds.advance(journals, store, version)
     counted = counts if counts is not None and counts.exact(version) else None
     now = current_reader(store, memo.at(version), folds if folds is not None and folds.exact(version) else None,
                          counted)
+    if sums is not None:
+        sums.advance(journals, store, version, now.fold)
+        now.sums = sums if sums.exact(version) else None
     if rows_memo is not None:
         rows_memo.start(version)
     changes: dict[str, list] = {}
@@ -112,6 +118,7 @@ class StoreReader(Reader):
                  counts: SliceCounts | None = None):
         super().__init__(self._get, store.match, totals)
         self.store, self._folds = store, folds
+        self.sums: FoldSums | None = None  # the memo of sums of folds, where exact at the maps' version
         self._kept_counts = {name: counts.slices(name) for name in counts.counted} \
             if counts is not None else {}
         self._counters: dict[tuple[str, int, int], Callable[[tuple], int]] = {}
@@ -147,6 +154,11 @@ class StoreReader(Reader):
         if self._folds is None:
             return super().fold(name, pattern, at)
         return self._folds.get(name, pattern, at, self.values)
+
+    def fold_sum(self, rows: str, fmap: str, pattern: tuple, spec) -> object:
+        if self.sums is None:
+            return super().fold_sum(rows, fmap, pattern, spec)
+        return self.sums.get(spec, pattern, self.values, self.fold_term)
 
 
 def key_getter(store: MapStore, name: str) -> Callable[[tuple], object]:

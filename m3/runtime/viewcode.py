@@ -13,8 +13,10 @@ or fold read twice at the same key (a presence test and the column reading
 the same map; ``MIN`` and ``MAX`` of one group) is read once (a ``MIN``,
 ``MAX`` or ``COUNT`` of a slice's values as the reader's ``fold``: its count,
 least and greatest, which after a batch a memo keeps, :mod:`.slicefolds`); an aggregate
-over a map's entries at the row (``Over`` without ``WHERE``: Nexmark q4's
-``SUM(MAX(...) FOR G : rows[G, C])``) is a loop over them.
+over a map's entries at the row (``Over`` without ``WHERE``) is a loop over
+them, but a ``SUM`` of each group's ``MIN`` or ``MAX`` (Nexmark q4's
+``SUM(MAX(...) FOR G : rows[G, C])``) is the reader's ``fold_sum``, which
+after a batch a memo answers (:mod:`.foldsums`).
 
 What it does not compile it leaves to the interpreter, node by node, with the
 same reader: a ``TOTAL``, an ``Over`` with a ``WHERE`` or reading no row
@@ -59,6 +61,7 @@ from ..ast import Cmp, Const, Expr, MapRef, Var
 from ..over import Over
 from ..viewnodes import Arith, BoolOp, Fold
 from .evaluate import Reader, divide, holds, items, value
+from .foldsums import SumOfFolds
 
 RowValue = Callable[[tuple, Reader], tuple[bool, object]]
 _ARITH = {"+": "+", "-": "-", "*": "*"}
@@ -176,6 +179,13 @@ class _Source:
         one = key.count("None") == 1  # one own position: the reader lists (or counts) the slice's values there
         if one and e.kind == "COUNT":
             return self.read("n", e.ref.name, key, key.index("None"))
+        if one and e.kind == "SUM" and (spec := sum_of_folds(e)) is not None:  # a memo's, after a batch
+            out = self.local("o")
+            # (both maps named, as every read here names its map: count_reads finds a map's reads in the source)
+            self.lines.append(f"{self.indent}{out} = reader.fold_sum({e.ref.name!r}, {spec.fmap!r}, "
+                              f"{_display(key)}, {self.const(spec)})")
+            self.reads[("o", e)] = out
+            return out
         binds: dict[str, tuple[str, int]] = {}  # own variable -> (its local, the key position it is read from)
         for i, a in enumerate(e.ref.args):  # an own variable at two positions: the last one's value
             if isinstance(a, Var) and a.name in own:
@@ -209,6 +219,30 @@ class _Source:
         if isinstance(e, Cmp) and e.op in _CMP:
             return f"({self.expr(e.left)} {_CMP[e.op]} {self.expr(e.right)})"
         return self.interpreted(e, "holds")
+
+
+def sum_of_folds(e: Over) -> SumOfFolds | None:
+    """``SUM(KIND(F : f[...]) FOR G : rows[...])`` as a :class:`.foldsums.SumOfFolds` (its sum kept per row after a
+    batch): a ``MIN`` or ``MAX`` without ``WHERE`` of each group ``G``'s slice, every key position of both maps a
+    variable, each once, ``f``'s being ``rows``' and the folded one; else None (the loop).
+
+    >>> from ..syntax import parse_program
+    >>> p = parse_program("DECLARE MAP r[G: INT, C: INT] : INT; DECLARE MAP f[C: INT, G: INT, P: INT] : INT;"
+    ...                   " DECLARE VIEW v[c := C](s := SUM(MAX(P : f[C, G, P]) FOR G : r[G, C]));")
+    >>> sum_of_folds(p.views[0].columns[0].expr)
+    SumOfFolds(rows='r', at=0, fmap='f', fat=2, kind='MAX', own=1, links=((1, 0),))
+    """
+    f = e.expr
+    if not isinstance(f, Fold) or f.cond is not None or f.kind not in ("MIN", "MAX") or len(e.vars) != 1:
+        return None
+    if not all(isinstance(a, Var) for a in e.ref.args + f.ref.args):
+        return None
+    group, rows, folded = e.vars[0], [a.name for a in e.ref.args], [a.name for a in f.ref.args]  # type: ignore
+    if len(set(rows)) != len(rows) or len(set(folded)) != len(folded) or f.var in rows or group not in rows \
+            or set(folded) != set(rows) | {f.var}:
+        return None
+    return SumOfFolds(e.ref.name, rows.index(group), f.ref.name, folded.index(f.var), f.kind, folded.index(group),
+                      tuple((i, folded.index(x)) for i, x in enumerate(rows) if x != group))
 
 
 def _display(key: list[str]) -> str:

@@ -101,6 +101,8 @@ class NativeMaps:
         self.column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
         self.column_names = {r.name: tuple(c.name for c in r.columns) for r in program.relations}
         self.codec = Codec(self.arity, self.key_types, self.float_maps, self.ids, self.days, self.dates)
+        self.stamp = 0  # bumped by every change of the C maps (:meth:`touched`): a read's codes are valid while equal
+        self._closed: dict[str, tuple[int, float, int, np.ndarray]] = {}  # name: the last _at_most's codes
 
     # -- batches in ----------------------------------------------------------
     def column(self, values, m3_type: str) -> array | memoryview:
@@ -173,6 +175,7 @@ class NativeMaps:
         An INT value beyond 64 bits raises :class:`IntOverflow` (rolled back like any failure).
         """
         lib, rt = self.lib, self.rt
+        self.touched()
         try:
             for tno, n, ptrs, _keep in prepared:
                 if n and (rc := lib.rt_trigger(rt, tno, n, ptrs)) != 0:
@@ -187,6 +190,11 @@ class NativeMaps:
             raise
         lib.rt_commit(rt)
 
+    def touched(self) -> None:
+        """The C maps change (a batch, a load, entries set or imported by codes): codes read before are stale."""
+        self.stamp += 1
+        self._closed.clear()
+
     def fail_after(self, updates: int) -> None:
         """Testing: make the ``updates``-th map update from now fail (0: never)."""
         self.lib.rt_fail_after(self.rt, updates)
@@ -199,6 +207,7 @@ class NativeMaps:
     def set_codes(self, name: str, flat: array, values: array) -> None:
         """Set entries of map ``name`` at keys given as codes (row-major), value bits ``values`` (0 removes one);
         no journal, as :meth:`load`: the member runtime drops what it does not own this way."""
+        self._closed.pop(name, None)  # (only this map changes: another map's codes read stay valid)
         if len(values) and self.lib.rt_load(self.rt, self.map_no[name], len(values), _i64(flat), _i64(values)):
             raise MemoryError(f"setting entries of map {name}")
 
@@ -314,7 +323,9 @@ class NativeMaps:
 
     def _at_most(self, name: str, position: int, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The codes and value bits of map ``name``'s entries whose INT key column ``position`` is at most
-        ``bound``: one dump, one numpy mask."""
+        ``bound``: one dump, one numpy mask.  The codes are kept until the maps next change, so that
+        :meth:`remove_at_most` of the same entries (a closing reads its windows, then deletes them) dumps the map
+        no second time."""
         m, arity = self.map_no[name], self.arity[name]
         n = self.lib.rt_count(self.rt, m)
         if not n:
@@ -323,7 +334,9 @@ class NativeMaps:
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
         table = np.frombuffer(keys, dtype=np.int64, count=got * arity).reshape(got, arity)
         mask = table[:, position] <= bound
-        return table[mask], np.frombuffer(vals, dtype=np.int64, count=got)[mask]
+        picked = table[mask]
+        self._closed[name] = (position, bound, self.stamp, picked)
+        return picked, np.frombuffer(vals, dtype=np.int64, count=got)[mask]
 
     def items_at_most(self, name: str, position: int, bound: float, keep=None) -> dict[tuple, object]:
         """The entries of map ``name`` whose INT key column ``position`` is at most ``bound`` (the entries of
@@ -338,8 +351,14 @@ class NativeMaps:
         return dict(zip(keys, self.codec.decode_values(name, array("q", vals.tobytes()))))
 
     def remove_at_most(self, name: str, position: int, bound: float) -> int:
-        """Remove the entries :meth:`items_at_most` gives, by their codes (no key decoded or encoded); how many."""
-        picked, _ = self._at_most(name, position, bound)
+        """Remove the entries :meth:`items_at_most` gives, by their codes (no key decoded or encoded); how many.
+        The codes of the last :meth:`items_at_most` of the same map and bound, when the maps have not changed
+        since (the closing that read them): one dump per closing, not two."""
+        last = self._closed.pop(name, None)
+        if last is not None and last[:3] == (position, bound, self.stamp):  # read since the maps last changed
+            picked = last[3]
+        else:
+            picked, _ = self._at_most(name, position, bound)
         if len(picked):
             self.set_codes(name, array("q", picked.tobytes()), array("q", bytes(8 * len(picked))))
         return len(picked)
@@ -351,10 +370,12 @@ class NativeMaps:
         keys = self.codec.encode_keys(name, [k for k, _ in entries])
         self.send_strings()
         vals = self.codec.encode_values(name, [v for _, v in entries])
+        self.touched()
         if self.lib.rt_load(self.rt, self.map_no[name], len(entries), _i64(keys), _i64(vals)):
             raise MemoryError(f"loading map {name}")
 
     def clear(self) -> None:
+        self.touched()
         self.lib.rt_clear(self.rt)
 
     def entries(self) -> int:

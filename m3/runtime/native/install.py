@@ -125,6 +125,8 @@ def import_columns(native: NativeMaps, name: str, columns: Sequence[KeyColumn], 
         if skind == 2:
             slots = string_slots(native)
         skip = np.ascontiguousarray(skip, dtype=np.int8)
+    if install:
+        native.touched()
     got = native.lib.rt_import(
         native.rt, m, n, ffi.new("int[]", [c.kind for c in columns] or [0]),
         ffi.new("void *[]", [ffi.from_buffer(c) for c in cols] or [ffi.NULL]),
