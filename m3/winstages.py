@@ -226,6 +226,20 @@ def _equal_columns(definition, leaf: str, other: str) -> set[tuple[int, int]] | 
     return pairs or None
 
 
+def _columns_at(columns: tuple[tuple[str, str, bool], ...]) -> dict[int, int]:
+    """A stage relation's position in its program (a nullable column followed by its NULL indicator) -> the
+    column's index among ``columns``; an indicator's position is not in it.
+
+    >>> _columns_at((("k", "INT", False), ("m", "INT", True), ("e", "INT", False)))
+    {0: 0, 1: 1, 3: 2}
+    """
+    at, position = {}, 0
+    for index, (_, _, nullable) in enumerate(columns):
+        at[position] = index
+        position += 2 if nullable else 1
+    return at
+
+
 def _semijoins(plan: StagePlan, program: Program, views: Mapping[str, ViewInfo],
                types: Mapping[str, tuple[tuple[str, str, bool], ...]]) -> tuple[SemiJoin, ...]:
     """Each leaf that only one upper stage reads, as an inner equi-join on INT columns with another leaf whose
@@ -252,7 +266,9 @@ def _semijoins(plan: StagePlan, program: Program, views: Mapping[str, ViewInfo],
                 common = pairs if common is None or pairs is None else common & pairs
                 if pairs is None:
                     break
-            usable = sorted((reader.picks[i][1], j) for i, j in common or ()
+            at_leaf, at_other = _columns_at(types[leaf_rel]), _columns_at(types[other_rel])
+            pairs = [(at_leaf[i], at_other[j]) for i, j in common or () if i in at_leaf and j in at_other]
+            usable = sorted((reader.picks[i][1], j) for i, j in pairs
                             if reader.picks[i][0] and types[leaf_rel][i][1] == "INT"
                             and types[other_rel][j][1] == "INT")
             if usable:

@@ -239,6 +239,29 @@ def test_a_null_matches_no_null_in_an_upper_stage(backend, on, semijoin):
     assert got == Counter({(2, 5, 42): 1})
 
 
+@pytest.mark.parametrize("backend", ["python", "native"])
+@pytest.mark.parametrize("semijoin", [True, False])
+def test_a_nullable_column_before_the_join_column_keeps_the_semi_join_on_it(backend, semijoin):
+    """``v`` nullable and declared before ``k``: an upper stage's relation holds ``v``'s NULL indicator after it,
+    and the semi-join's columns are counted without it (it read ``ts`` for ``k`` and dropped every row)."""
+    from boreas.catalog.model import Field, FieldType, Schema
+    from boreas.node.operators.m3winjoin import StageEmit
+
+    a = Schema("A", (Field("v", FieldType.INT, nullable=True), Field("k", FieldType.INT), Field("ts", FieldType.INT)))
+    text = ("CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts);\n"
+            "CREATE STREAM A(v INT NULL, k INT, ts INT, WATERMARK FOR ts AS ts);\n"
+            f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT k, MAX(v) AS m, window_end AS e FROM {window('TUMBLE', 'A')} "
+            f"GROUP BY k, window_start, window_end) W ON B.k = W.k WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text), ("backend", backend)))
+    op = DEFAULT_REGISTRY.build(box, [P, a], infer_m3(box, [P, a]))
+    assert isinstance(op, WindowedM3Operator)
+    if not semijoin:
+        op._stages = StageEmit(op.plan.stages, op.outputs[0])  # noqa: SLF001 - the member's evaluation
+    got = emitted(op.process_from(1, [(5, 1, 3), (6, 2, 4)], 0.0, ("A", "a", 1)))
+    got += emitted(op.end_of_input(0.1))
+    assert got == Counter({(1, 5, 3): 1, (2, 6, 4): 1})
+
+
 def run_against_reference(query, kind, delay, steps, backend, nulls=False):
     op, ref, now, ended = build(query, kind, delay, backend, nulls), Reference(query, kind, delay), 0.0, set()
     for what, port, producer, rows, gap in steps:
