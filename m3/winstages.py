@@ -33,6 +33,7 @@ from operator import itemgetter
 from .ast import MapRef, Prod, Program, RelAtom, Var, walk
 from .compiler.pipeline import compile_sql
 from .compiler.winjoin import Stage, Staged
+from .nullable import indicator
 from .runtime.ports import ViewInfo
 from .runtime.program import Runtime
 from .runtime.valuetypes import value_type
@@ -91,21 +92,29 @@ def _picker(positions: tuple[int, ...]):
     return itemgetter(*positions) if positions else (lambda row: ())
 
 
-def _reader(program: Program, info: ViewInfo, stage: Stage) -> tuple[_Reader, tuple[tuple[str, str], ...]]:
-    """The reader of a stage's view and the stage's columns as (name, type)."""
+def _reader(program: Program, info: ViewInfo, stage: Stage) -> tuple[_Reader, tuple[tuple[str, str, bool], ...]]:
+    """The reader of a stage's view and the stage's columns as (name, type, nullable).
+
+    A column is nullable where the view may show it NULL (:mod:`boreas.m3.nullable`): a key with an internal
+    indicator key, a value with its hidden count of values read.  The stage above declares it ``NULL``, so
+    its program compares and computes with it as SQL does (a NULL equals nothing, NULL + 1 is NULL), not
+    as a Python value (None == None)."""
     decl = program.view(info.name)
     keys = {name.lower(): (i, kind) for i, (name, kind) in enumerate(info.keys)}
     values = {c.name.lower(): j for j, c in enumerate(decl.columns)}
+    internal = {name.lower() for name in info.internal}
     picks, typed = [], []
     for column in stage.columns:
         if column.lower() in keys:
             i, kind = keys[column.lower()]
             picks.append((True, i))
+            nullable = indicator(column.lower()) in internal and indicator(column.lower()) in keys
         else:
             j = values[column.lower()]
             picks.append((False, j))
             kind = value_type(program, decl, j)
-        typed.append((column, kind))
+            nullable = indicator(column.lower()) in values
+        typed.append((column, kind, nullable))
     count = None if stage.distinct else values.get("count")
     return _Reader(info.name, tuple(picks), stage.distinct, count), tuple(typed)
 
@@ -172,14 +181,14 @@ class StagePlan:
 
 def plan_stages(staged: Staged, program: Program, views: Mapping[str, ViewInfo]) -> StagePlan:
     """Compile the uppers of ``staged`` over the leaves' ``program`` (its views in leaf order)."""
-    types: dict[str, tuple[tuple[str, str], ...]] = {}
+    types: dict[str, tuple[tuple[str, str, bool], ...]] = {}
     leaves = []
     for leaf, decl in zip(staged.leaves, program.views):
         reader, types[leaf.relation] = _reader(program, views[decl.name], leaf)
         leaves.append(reader)
     uppers = []
     for stage in staged.uppers:
-        streams = "".join(f"CREATE STREAM {r}({', '.join(f'{n} {_DECLARED[t]}' for n, t in types[r])});\n"
+        streams = "".join(f"CREATE STREAM {r}({', '.join(_declared(c) for c in types[r])});\n"
                           for r in dict.fromkeys(stage.reads))
         rt = Runtime(compile_sql(streams + stage.select), backend="python")
         decl = rt.program.views[0]
@@ -188,6 +197,16 @@ def plan_stages(staged: Staged, program: Program, views: Mapping[str, ViewInfo])
     relations = tuple(leaf.relation for leaf in staged.leaves)
     plan = StagePlan(tuple(leaves), relations, tuple(uppers), rt.views[decl.name])
     return StagePlan(plan.leaves, relations, plan.uppers, plan.top, _semijoins(plan, program, views, types))
+
+
+def _declared(column: tuple[str, str, bool]) -> str:
+    """A stage relation's column as its ``CREATE STREAM`` declares it (a nullable one ``NULL``).
+
+    >>> _declared(("v", "INT", True)), _declared(("s", "STRING", False))
+    ('v INT NULL', 's VARCHAR')
+    """
+    name, kind, nullable = column
+    return f"{name} {_DECLARED[kind]}{' NULL' if nullable else ''}"
 
 
 def _equal_columns(definition, leaf: str, other: str) -> set[tuple[int, int]] | None:
@@ -207,8 +226,22 @@ def _equal_columns(definition, leaf: str, other: str) -> set[tuple[int, int]] | 
     return pairs or None
 
 
+def _columns_at(columns: tuple[tuple[str, str, bool], ...]) -> dict[int, int]:
+    """A stage relation's position in its program (a nullable column followed by its NULL indicator) -> the
+    column's index among ``columns``; an indicator's position is not in it.
+
+    >>> _columns_at((("k", "INT", False), ("m", "INT", True), ("e", "INT", False)))
+    {0: 0, 1: 1, 3: 2}
+    """
+    at, position = {}, 0
+    for index, (_, _, nullable) in enumerate(columns):
+        at[position] = index
+        position += 2 if nullable else 1
+    return at
+
+
 def _semijoins(plan: StagePlan, program: Program, views: Mapping[str, ViewInfo],
-               types: Mapping[str, tuple[tuple[str, str], ...]]) -> tuple[SemiJoin, ...]:
+               types: Mapping[str, tuple[tuple[str, str, bool], ...]]) -> tuple[SemiJoin, ...]:
     """Each leaf that only one upper stage reads, as an inner equi-join on INT columns with another leaf whose
     view's key is narrower (the side read first: its rows are fewer to decode), where the leaf's view is one
     map whose keys hold those columns: read only where it meets that leaf (:class:`SemiJoin`)."""
@@ -233,7 +266,9 @@ def _semijoins(plan: StagePlan, program: Program, views: Mapping[str, ViewInfo],
                 common = pairs if common is None or pairs is None else common & pairs
                 if pairs is None:
                     break
-            usable = sorted((reader.picks[i][1], j) for i, j in common or ()
+            at_leaf, at_other = _columns_at(types[leaf_rel]), _columns_at(types[other_rel])
+            pairs = [(at_leaf[i], at_other[j]) for i, j in common or () if i in at_leaf and j in at_other]
+            usable = sorted((reader.picks[i][1], j) for i, j in pairs
                             if reader.picks[i][0] and types[leaf_rel][i][1] == "INT"
                             and types[other_rel][j][1] == "INT")
             if usable:

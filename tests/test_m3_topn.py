@@ -68,10 +68,42 @@ SHAPES = {
 }
 ENTRIES = "a self-join's rows, a column repeated (a view of its count map's rows)"
 
+STREAM = "CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n"
+#: Bid with NULLs in a partition, an ORDER BY and a tie column (b stays NOT NULL)
+NULL_BID = Schema("BidTuple", (Field("a", FieldType.INT, nullable=True), Field("b", FieldType.INT),
+                               Field("p", FieldType.INT, nullable=True), Field("s", FieldType.STRING, 4, nullable=True),
+                               Field("sign", FieldType.INT)))
+NULL_STREAM = "CREATE STREAM Bid(a INT NULL, b INT, p INT NULL, s VARCHAR NULL);\n"
+#: NULL order values rank last unless NULLS FIRST is written (DuckDB's default for ASC and DESC); a NULL
+#: partition key is a partition of its own; the oracles write the tie order out, NULLs last as the box ranks them
+NULL_SHAPES = {
+    "top2 by price descending, NULLs last": (
+        "SELECT a, b, p, s, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p DESC) AS rn "
+        "FROM Bid) WHERE rn <= 2",
+        "SELECT a, b, p, s, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p DESC NULLS LAST, "
+        "a NULLS LAST, b, p NULLS LAST, s NULLS LAST) AS rn FROM bid) WHERE rn <= 2"),
+    "top2 by price ascending, NULLs first written": (
+        "SELECT a, b, p, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p NULLS FIRST) AS rn "
+        "FROM Bid) WHERE rn <= 2",
+        "SELECT a, b, p, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p NULLS FIRST, "
+        "a NULLS LAST, b, p NULLS LAST, s NULLS LAST) AS rn FROM bid) WHERE rn <= 2"),
+    "dedup by strings descending NULLs first, two columns": (
+        "SELECT a, p, s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a, p ORDER BY s DESC NULLS FIRST, "
+        "b DESC) AS rn FROM Bid) WHERE rn = 1",
+        "SELECT a, p, s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a, p ORDER BY s DESC NULLS FIRST, "
+        "b DESC NULLS LAST, a NULLS LAST, b, p NULLS LAST, s NULLS LAST) AS rn FROM bid) WHERE rn = 1"),
+    "top2 of a grouped view by a nullable group column": (
+        "SELECT a, p, n, rn FROM (SELECT a, p, COUNT(*) AS n, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p) "
+        "AS rn FROM Bid GROUP BY a, p) WHERE rn <= 2",
+        "SELECT a, p, n, rn FROM (SELECT a, p, n, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p NULLS LAST, "
+        "a NULLS LAST, p NULLS LAST, n) AS rn FROM (SELECT a, p, COUNT(*) AS n FROM bid GROUP BY a, p)) "
+        "WHERE rn <= 2"),
+}
 
-def build(text: str, backend: str = "auto") -> TopNM3Operator:
+
+def build(text: str, backend: str = "auto", schema: Schema = BID) -> TopNM3Operator:
     box = Box("t", "m3", (InPort("Bid"),), ("Out",), (("sql", text), ("sign-field", "sign"), ("backend", backend)))
-    op = DEFAULT_REGISTRY.build(box, [BID], infer_m3(box, [BID]))
+    op = DEFAULT_REGISTRY.build(box, [schema], infer_m3(box, [schema]))
     assert isinstance(op, TopNM3Operator)
     return op
 
@@ -91,6 +123,10 @@ def duckdb_top(sql: str, present: Counter) -> Counter:
 bid = st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 5), st.sampled_from(["x", "y", "zz", "é"]))
 steps = st.lists(st.tuples(st.lists(bid, max_size=8), st.lists(st.integers(0, 1000), max_size=4),
                            st.sampled_from(["columns", "rows", "changelog", "move"])), min_size=1, max_size=12)
+null_bid = st.tuples(st.one_of(st.none(), st.integers(0, 1)), st.integers(0, 3),
+                     st.one_of(st.none(), st.integers(1, 3)), st.one_of(st.none(), st.sampled_from(["x", "zz"])))
+null_steps = st.lists(st.tuples(st.lists(null_bid, max_size=8), st.lists(st.integers(0, 1000), max_size=4),
+                                st.sampled_from(["columns", "rows", "changelog", "move"])), min_size=1, max_size=10)
 
 
 @pytest.mark.slow
@@ -112,13 +148,38 @@ def test_a_view_of_a_maps_rows_is_ranked_from_its_journal_on_the_native_backend(
     keeps_duckdbs_top_n(ENTRIES, "auto", steps)
 
 
-def keeps_duckdbs_top_n(shape, backend, steps):
-    box_sql, oracle = SHAPES[shape]
-    op = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + box_sql, backend)
+@pytest.mark.parametrize("backend", ["auto", "python"])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.sampled_from(sorted(NULL_SHAPES)), steps=null_steps)
+def test_nulls_rank_last_or_as_written_and_partition_apart_as_in_duckdb(backend, shape, steps):
+    """NULL-heavy bids (NULL partition keys, order values and tie columns), inserts, deletes and moves: the box's
+    top N is DuckDB's (NULLs last by default, NULLS FIRST where written), on both backends."""
+    keeps_duckdbs_top_n(shape, backend, steps, NULL_SHAPES, NULL_STREAM, NULL_BID)
+
+
+@pytest.mark.parametrize("backend", ["auto", "python"])
+@pytest.mark.parametrize("order, first", [("p DESC", (1, 5, 7)), ("p", (1, 5, 7)), ("p NULLS FIRST", (1, 1, None)),
+                                          ("p DESC NULLS FIRST", (1, 1, None))])
+def test_a_null_order_value_ranks_last_by_default_and_first_when_written(backend, order, first):
+    """The concrete crash: a partition's rows with a NULL price (``int < None`` in the sort key) and a NULL
+    partition key."""
+    text = (NULL_STREAM + f"SELECT a, b, p, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY {order}) "
+            "AS rn FROM Bid) WHERE rn <= 2")
+    op = build(text, backend, NULL_BID)
+    op.process(0, [(1, 1, None, "x", 1), (1, 5, 7, "q", 1), (None, 3, 4, "y", 1), (None, 4, None, "z", 1)], 0.0)
+    second = (1, 1, None) if first != (1, 1, None) else (1, 5, 7)
+    nulls = [(None, 3, 4), (None, 4, None)] if "FIRST" not in order else [(None, 4, None), (None, 3, 4)]
+    assert sorted(op.top_rows(), key=repr) == sorted([first + (1,), second + (2,), nulls[0] + (1,),
+                                                      nulls[1] + (2,)], key=repr)
+
+
+def keeps_duckdbs_top_n(shape, backend, steps, shapes=SHAPES, stream=STREAM, schema=BID):
+    box_sql, oracle = shapes[shape]
+    op = build(stream + box_sql, backend, schema)
     present: Counter = Counter()
     seen: Counter = Counter()  # what a reader of the changelog holds
     for inserts, deletes, how in steps:
-        held = sorted(present.elements())
+        held = sorted(present.elements(), key=repr)
         gone = [held[i % len(held)] for i in deletes] if held else []
         gone = list((Counter(gone) & present).elements())  # a row is deleted at most as often as it is there
         batch = [r + (1,) for r in inserts] + [r + (-1,) for r in gone]
@@ -126,17 +187,17 @@ def keeps_duckdbs_top_n(shape, backend, steps):
         present.subtract(gone)
         present = +present
         if how == "move":  # the box moves before the batch: its state through msgpack into a new operator
-            moved = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + box_sql, backend)
+            moved = build(stream + box_sql, backend, schema)
             moved.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
             assert Counter(moved.top_rows()) == Counter(op.top_rows())
             op = moved
         if not batch:
             continue
         if how == "changelog":  # another box's changelog: the deletions are weights -1, the sign field 1
-            plain = from_rows([r[:4] + (1,) for r in batch], BID)
+            plain = from_rows([r[:4] + (1,) for r in batch], schema)
             fed = Columns(plain.batch, weights=pa.array([r[4] for r in batch], pa.int64()))
         else:
-            fed = from_rows(batch, BID) if how == "columns" else batch
+            fed = from_rows(batch, schema) if how == "columns" else batch
         emitted = op.process(0, fed, 0.0)
         for port, out in emitted:
             assert port == 0

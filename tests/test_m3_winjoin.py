@@ -34,6 +34,7 @@ from support.watermark_reference import WatermarkReference
 
 P = Schema("PTuple", (Field("k", FieldType.INT), Field("ts", FieldType.INT)))
 A = Schema("ATuple", (Field("k", FieldType.INT), Field("v", FieldType.INT), Field("ts", FieldType.INT)))
+A_NULL = Schema("ATuple", (Field("k", FieldType.INT), Field("v", FieldType.INT, nullable=True), Field("ts", FieldType.INT)))
 SIZE, SLIDE, IDLE = 10, 5, 3.0
 
 
@@ -62,36 +63,48 @@ QUERIES = {
         f"SELECT X.k, X.n FROM {counts(kind, 'A', 'X')} JOIN (SELECT MAX(C.n) AS m, C.s, C.e FROM "
         f"{counts(kind, 'A', 'C')} GROUP BY C.s, C.e) Y ON X.s = Y.s AND X.e = Y.e AND X.n >= Y.m"),
 }
-WINDOWED = {"window join": (0, 1), "interval join": (1,), "interval join by key": (1,), "hot keys": (1,)}
+#: the brief's shape of an ON over NULLs: arithmetic on a MAX that is NULL where every v of the window is
+NULL_QUERIES = dict(QUERIES, **{"interval join or": lambda kind: (
+    f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT MAX(v) AS m, window_end AS e FROM {window(kind, 'A')} "
+    f"GROUP BY window_start, window_end) W ON (B.v = W.m OR B.k = W.m - 1) WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")})
+WINDOWED = {"window join": (0, 1), "interval join": (1,), "interval join by key": (1,), "hot keys": (1,),
+            "interval join or": (1,)}
+
+
+def _max(values) -> int | None:
+    """SQL's MAX: NULLs skipped, NULL over none."""
+    return max((v for v in values if v is not None), default=None)
 
 
 def answer(query: str, p_rows: list[tuple], a_rows: list[tuple]) -> list[tuple]:
-    """The query over one window's rows, computed directly."""
+    """The query over one window's rows, computed directly, with SQL's NULLs (``v`` may be None): MAX skips
+    them, a NULL equals nothing, arithmetic on NULL is NULL, a row whose ON is not TRUE does not join."""
     if query == "window join":
         n = Counter(k for k, _ in p_rows)
-        top: dict[int, int] = {}
-        for k, v, _ in a_rows:
-            top[k] = max(top.get(k, v), v)
+        top = {k: _max(v for k2, v, _ in a_rows if k2 == k) for k, _, _ in a_rows}
         return [(k, n[k], top[k]) for k in n if k in top]
-    if query == "interval join":
-        m = max((v for _, v, _ in a_rows), default=None)
-        return [(k, v, t) for k, v, t in a_rows if v == m]
+    if query in ("interval join", "interval join or"):
+        m = _max(v for _, v, _ in a_rows)
+        if m is None:
+            return []
+        return [(k, v, t) for k, v, t in a_rows if v == m or (query == "interval join or" and k == m - 1)]
     if query == "interval join by key":
-        top = {}
-        for k, v, _ in a_rows:
-            top[k] = max(top.get(k, v), v)
-        return [(k, v, t) for k, v, t in a_rows if v == top[k]]
+        top = {k: _max(v for k2, v, _ in a_rows if k2 == k) for k, _, _ in a_rows}
+        return [(k, v, t) for k, v, t in a_rows if v is not None and v == top[k]]
     n = Counter(k for k, _, _ in a_rows)
     most = max(n.values(), default=0)
     return [(k, c) for k, c in n.items() if c >= most]
 
 
-def build(query: str, kind: str, delay: int, backend: str = "python") -> WindowedM3Operator:
+def build(query: str, kind: str, delay: int, backend: str = "python", nulls: bool = False) -> WindowedM3Operator:
+    """The box of ``query``; ``nulls``: A's ``v`` is nullable."""
     text = (f"CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts - {delay});\n"
-            f"CREATE STREAM A(k INT, v INT, ts INT, WATERMARK FOR ts AS ts - {delay});\n" + QUERIES[query](kind))
+            f"CREATE STREAM A(k INT, v INT{' NULL' if nulls else ''}, ts INT, WATERMARK FOR ts AS ts - {delay});\n"
+            + NULL_QUERIES[query](kind))
     box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",),
               (("sql", text), ("idle-timeout", str(IDLE)), ("backend", backend)))
-    op = DEFAULT_REGISTRY.build(box, [P, A], infer_m3(box, [P, A]))
+    a = A_NULL if nulls else A
+    op = DEFAULT_REGISTRY.build(box, [P, a], infer_m3(box, [P, a]))
     assert isinstance(op, WindowedM3Operator)
     return op
 
@@ -147,13 +160,21 @@ def emitted(out) -> Counter:
 
 
 a_row = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(0, 80))  # v > 0: a view value of 0 is no row
-step = st.one_of(
-    st.tuples(st.sampled_from(["batch", "columns"]), st.sampled_from([0, 1]), st.sampled_from(["p", "q"]),
-              st.lists(a_row, max_size=6), st.floats(0, 2)),
-    st.tuples(st.just("poll"), st.just(0), st.just(""), st.just([]), st.floats(0, 4)),
-    st.tuples(st.just("move"), st.just(0), st.just(""), st.just([]), st.just(0.0)),
-    st.tuples(st.just("end"), st.sampled_from([0, 1]), st.just(""), st.just([]), st.floats(0, 2)),
-)
+
+
+def steps_of(rows: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(
+        st.tuples(st.sampled_from(["batch", "columns"]), st.sampled_from([0, 1]), st.sampled_from(["p", "q"]),
+                  st.lists(rows, max_size=6), st.floats(0, 2)),
+        st.tuples(st.just("poll"), st.just(0), st.just(""), st.just([]), st.floats(0, 4)),
+        st.tuples(st.just("move"), st.just(0), st.just(""), st.just([]), st.just(0.0)),
+        st.tuples(st.just("end"), st.sampled_from([0, 1]), st.just(""), st.just([]), st.floats(0, 2)),
+    )
+
+
+step = steps_of(a_row)
+#: v NULL half the time (NULL-heavy: windows whose every v is NULL, so their MAX is)
+null_step = steps_of(st.tuples(st.integers(1, 3), st.one_of(st.none(), st.integers(1, 3)), st.integers(0, 80)))
 
 
 @pytest.mark.slow  # about a minute: a box built per example
@@ -185,8 +206,64 @@ def test_which_leaves_are_read_only_where_they_meet_the_other():
         assert one.leaf != one.other and two.leaf != two.other
 
 
-def run_against_reference(query, kind, delay, steps, backend):
-    op, ref, now, ended = build(query, kind, delay, backend), Reference(query, kind, delay), 0.0, set()
+@pytest.mark.parametrize("backend", ["python", "native"])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=st.sampled_from(sorted(NULL_QUERIES)), kind=st.sampled_from(["TUMBLE", "HOP"]),
+       delay=st.integers(0, 12), steps=st.lists(null_step, max_size=14))
+def test_window_joins_over_nulls_follow_three_valued_logic(backend, query, kind, delay, steps):
+    """A nullable ``v``, NULL-heavy: the upper stages join as SQL does (a NULL equals nothing, MAX of NULLs is
+    NULL and ``W.m - 1`` of it NULL, an ON that is NULL joins nothing), semi-joined leaves included."""
+    run_against_reference(query, kind, delay, steps, backend, nulls=True)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+@pytest.mark.parametrize("on", ["B.v = W.m", "(B.v = W.m OR B.k = W.m + 100)"])
+@pytest.mark.parametrize("semijoin", [True, False])
+def test_a_null_matches_no_null_in_an_upper_stage(backend, on, semijoin):
+    """The concrete rows: (1, NULL, 31) alone in its window (its MAX is NULL) and (2, 5, 42); only the second
+    joins (main emitted (1, None, 31) where no semi-join filtered the leaf, and crashed on ``W.m + 100``).
+    Without the semi-join (as a partitioned member evaluates the stages) the stage alone decides."""
+    from boreas.node.operators.m3winjoin import StageEmit
+
+    text = ("CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts);\n"
+            "CREATE STREAM A(k INT, v INT NULL, ts INT, WATERMARK FOR ts AS ts);\n"
+            f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT MAX(v) AS m, window_end AS e FROM {window('TUMBLE', 'A')} "
+            f"GROUP BY window_start, window_end) W ON {on} WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text), ("backend", backend)))
+    op = DEFAULT_REGISTRY.build(box, [P, A_NULL], infer_m3(box, [P, A_NULL]))
+    assert isinstance(op, WindowedM3Operator)
+    if not semijoin:
+        op._stages = StageEmit(op.plan.stages, op.outputs[0])  # noqa: SLF001 - the member's evaluation
+    got = emitted(op.process_from(1, [(1, None, 31), (2, 5, 42)], 0.0, ("A", "a", 1)))
+    got += emitted(op.process_from(1, [(3, 1, 60)], 0.1, ("A", "a", 2)))
+    assert got == Counter({(2, 5, 42): 1})
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+@pytest.mark.parametrize("semijoin", [True, False])
+def test_a_nullable_column_before_the_join_column_keeps_the_semi_join_on_it(backend, semijoin):
+    """``v`` nullable and declared before ``k``: an upper stage's relation holds ``v``'s NULL indicator after it,
+    and the semi-join's columns are counted without it (it read ``ts`` for ``k`` and dropped every row)."""
+    from boreas.catalog.model import Field, FieldType, Schema
+    from boreas.node.operators.m3winjoin import StageEmit
+
+    a = Schema("A", (Field("v", FieldType.INT, nullable=True), Field("k", FieldType.INT), Field("ts", FieldType.INT)))
+    text = ("CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts);\n"
+            "CREATE STREAM A(v INT NULL, k INT, ts INT, WATERMARK FOR ts AS ts);\n"
+            f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT k, MAX(v) AS m, window_end AS e FROM {window('TUMBLE', 'A')} "
+            f"GROUP BY k, window_start, window_end) W ON B.k = W.k WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text), ("backend", backend)))
+    op = DEFAULT_REGISTRY.build(box, [P, a], infer_m3(box, [P, a]))
+    assert isinstance(op, WindowedM3Operator)
+    if not semijoin:
+        op._stages = StageEmit(op.plan.stages, op.outputs[0])  # noqa: SLF001 - the member's evaluation
+    got = emitted(op.process_from(1, [(5, 1, 3), (6, 2, 4)], 0.0, ("A", "a", 1)))
+    got += emitted(op.end_of_input(0.1))
+    assert got == Counter({(1, 5, 3): 1, (2, 6, 4): 1})
+
+
+def run_against_reference(query, kind, delay, steps, backend, nulls=False):
+    op, ref, now, ended = build(query, kind, delay, backend, nulls), Reference(query, kind, delay), 0.0, set()
     for what, port, producer, rows, gap in steps:
         now += gap
         if what == "end" or what in ("batch", "columns") and port in ended:  # (nothing comes on it after)
@@ -194,14 +271,14 @@ def run_against_reference(query, kind, delay, steps, backend):
             got, want = op.end_of_input(now, port), ref.end(now, port)
         elif what in ("batch", "columns"):
             rows = [(k, t) for k, _, t in rows] if port == 0 else list(rows)
-            schema = P if port == 0 else A
+            schema = P if port == 0 else A_NULL if nulls else A
             batch = (from_rows(rows, schema) or []) if what == "columns" else rows
             got = op.process_from(port, batch, now, ("P" if port == 0 else "A", producer, 1))
             want = ref.batch(port, producer, rows, now)
         elif what == "poll":
             got, want = op.poll(now), ref.close(now)
         else:  # the box moves: its state, through msgpack, into a new operator
-            moved = build(query, kind, delay, backend)
+            moved = build(query, kind, delay, backend, nulls)
             moved.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), now)
             op, got, want = moved, [], Counter()
         assert emitted(got) == want

@@ -23,7 +23,7 @@ name.
 CREATE STREAM bid(a INT, b INT, p INT);
 SELECT * FROM bid
 >>> topn
-TopN(partition=('a',), order=(('p', True),), limit=2, project=(('a', 'a'), ('p', 'p')), rank=None, counted=True, distinct=False)
+TopN(partition=('a',), order=(('p', True),), limit=2, project=(('a', 'a'), ('p', 'p')), rank=None, counted=True, distinct=False, nulls_first=())
 """
 
 from __future__ import annotations
@@ -57,6 +57,13 @@ class TopN:
     #: ... and it has a GROUP BY: each group is one row, there while its count is positive (SQL's GROUP BY
     #: without aggregates is a DISTINCT)
     distinct: bool = False
+    #: per ORDER BY column, whether its NULLs rank first (``NULLS FIRST`` written); empty: every column's NULLs
+    #: rank last, DuckDB's default for ASC and DESC alike (the ties' columns: always last)
+    nulls_first: tuple[bool, ...] = ()
+
+    def nulls_first_at(self, k: int) -> bool:
+        """Whether the NULLs of the ``k``-th ORDER BY column rank first."""
+        return k < len(self.nulls_first) and self.nulls_first[k]
 
 
 def _statements(text: str) -> list[tuple[int, int]]:
@@ -132,6 +139,7 @@ def _topn(statement: str) -> tuple[str, TopN]:
         raise CompileError("ROW_NUMBER() OVER (...) needs an ORDER BY: the rank is by it")
     partition = tuple(_name(p, inner, "PARTITION BY") for p in window.args.get("partition_by") or ())
     ordering = tuple((_name(o.this, inner, "ORDER BY"), bool(o.args.get("desc"))) for o in order.expressions)
+    nulls = _nulls_first(statement)
     limit = _limit(outer.args.get("where"), rank)
     item.pop()
     project: list[tuple[str, str | None]] = []
@@ -151,7 +159,26 @@ def _topn(statement: str) -> tuple[str, TopN]:
     own = any(agg.find_ancestor(exp.Select) is inner for agg in inner.find_all(exp.AggFunc))
     grouped = bool(inner.args.get("group"))
     return inner.sql(), TopN(partition, ordering, limit, None if star else tuple(project), shown,
-                             counted=not own, distinct=grouped and not own)
+                             counted=not own, distinct=grouped and not own,
+                             nulls_first=nulls if any(nulls) else ())
+
+
+def _nulls_first(statement: str) -> tuple[bool, ...]:
+    """Per ORDER BY column of the statement's one ``ROW_NUMBER``, whether ``NULLS FIRST`` is written.
+
+    Why a second parse: sqlglot's default dialect fills in an ORDER BY's null order as NULLs sort small
+    (``a`` reads as ``a NULLS FIRST``), so what was written is lost; DuckDB's dialect, whose default is
+    NULLS LAST for ASC and DESC (the box's), reads it as written.
+
+    >>> _nulls_first("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY a, b DESC NULLS FIRST, c NULLS LAST) "
+    ...              "AS r FROM t) WHERE r <= 1")
+    (False, True, False)
+    """
+    try:
+        window = next(sqlglot.parse_one(statement, read="duckdb").find_all(exp.Window))
+    except (sqlglot.errors.ParseError, StopIteration):  # (read by the default dialect already: not expected)
+        raise CompileError("cannot read ROW_NUMBER's ORDER BY (its NULLS FIRST / NULLS LAST)") from None
+    return tuple(bool(o.args.get("nulls_first")) for o in window.args["order"].expressions)
 
 
 def split_topn(text: str) -> tuple[str, TopN | None]:
@@ -174,16 +201,18 @@ def split_topn(text: str) -> tuple[str, TopN | None]:
 def ranked_sql(inner: str, topn: TopN, columns: tuple[str, ...]) -> str:
     """The top-N as plain SQL with Boreas's order made total: ``ROW_NUMBER`` over the inner query (the view,
     whose ``columns`` are given) ordered by the ORDER BY columns, then every view column ascending, as the box
-    ranks ties; what a SQL engine (DuckDB, in the tests and the benchmark) runs to check a box.
+    ranks ties, each column's NULL order written out (NULLS LAST unless the top-N says NULLS FIRST); what a
+    SQL engine (DuckDB, in the tests and the benchmark) runs to check a box.
 
     >>> ranked_sql("SELECT * FROM bid", TopN(("a",), (("p", True),), 2, None, "rn"), ("a", "p"))
-    'SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "a" ORDER BY "p" DESC, "a", "p") AS "rn" FROM (SELECT * FROM bid) AS _v) AS _r WHERE "rn" <= 2'
+    'SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "a" ORDER BY "p" DESC NULLS LAST, "a" NULLS LAST, "p" NULLS LAST) AS "rn" FROM (SELECT * FROM bid) AS _v) AS _r WHERE "rn" <= 2'
     """
     def q(name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
 
     partition = f"PARTITION BY {', '.join(q(c) for c in topn.partition)} " if topn.partition else ""
-    order = ", ".join([q(c) + (" DESC" if desc else "") for c, desc in topn.order] + [q(c) for c in columns])
+    order = ", ".join([q(c) + (" DESC" if desc else "") + (" NULLS FIRST" if topn.nulls_first_at(k) else " NULLS LAST")
+                       for k, (c, desc) in enumerate(topn.order)] + [q(c) + " NULLS LAST" for c in columns])
     rank = topn.rank or "_rank"
     shown = "*" if topn.project is None else ", ".join(
         f"{q(rank if col is None else col)} AS {q(name)}" for name, col in topn.project)

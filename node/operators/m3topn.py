@@ -48,39 +48,7 @@ from .m3box import M3Operator
 from .m3memo import present
 from .m3topn_append import AppendTops, view_deltas
 from .m3topn_entries import EntryChanges
-
-
-class _Desc:
-    """A value that sorts in reverse (a DESC column that cannot be negated: a string)."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v):
-        self.v = v
-
-    def __lt__(self, other: "_Desc") -> bool:
-        return other.v < self.v
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Desc) and other.v == self.v
-
-
-def _sort_key_of(order: tuple[tuple[int, bool], ...], numbers: frozenset[int]):
-    """``row -> (ORDER BY values..., row)``, generated once per top-N: a DESC number negated, any other DESC
-    value wrapped in :class:`_Desc` (the key is computed once per row that changes, in the hot path)."""
-    parts = [(f"-r[{i}]" if i in numbers else f"_Desc(r[{i}])") if desc else f"r[{i}]" for i, desc in order]
-    source = f"def key(r):\n    return ({', '.join(parts + ['r'])},)\n"
-    scope: dict = {"_Desc": _Desc}
-    exec(compile(source, "<top-N sort key>", "exec"), scope)  # noqa: S102 - indexes only, no user text
-    return scope["key"]
-
-
-def _part_key_of(partition: tuple[int, ...]):
-    """``row -> (PARTITION BY values...)``, generated once per top-N (a tuple even of one column)."""
-    source = f"def part(r):\n    return ({''.join(f'r[{i}], ' for i in partition)})\n"
-    scope: dict = {}
-    exec(compile(source, "<top-N partition key>", "exec"), scope)  # noqa: S102 - indexes only, no user text
-    return scope["part"]
+from .m3topn_keys import part_key_of, sort_key_of
 
 
 @dataclass
@@ -99,11 +67,13 @@ class RankedRows:
     """Owns the ranked rows of a top-N: every row of every partition in rank order, and the first N's out rows.
 
     ``columns`` are the view's row columns (its count left out), ``out`` the out stream's fields, ``numbers``
-    the columns that hold numbers (a DESC one is negated to sort; other DESC values are wrapped).
+    the columns that hold numbers (a DESC one is negated to sort; other DESC values are wrapped), ``nullable``
+    those that may hold NULL (ranked last, or first where the ORDER BY says NULLS FIRST; a NULL partition key
+    is a partition of its own, as SQL's PARTITION BY makes it).
     """
 
     def __init__(self, spec: TopN, columns: tuple[str, ...], out: tuple[str, ...],
-                 numbers: frozenset[str] = frozenset()):
+                 numbers: frozenset[str] = frozenset(), nullable: frozenset[str] = frozenset()):
         at = {c.lower(): i for i, c in enumerate(columns)}
 
         def index(name: str) -> int:
@@ -123,8 +93,10 @@ class RankedRows:
             raise ValueError(f"the top-N makes {len(self.project)} columns, its out stream has {len(out)}")
         self.parts: dict[tuple, Partition] = {}
         #: ``row -> (ORDER BY values..., row)`` and ``row -> (PARTITION BY values...)``
-        self.sort_key = _sort_key_of(self.order, frozenset(i for i, c in enumerate(columns) if c in numbers))
-        self.part_key = _part_key_of(self.partition)
+        self.sort_key = sort_key_of(tuple((i, desc, spec.nulls_first_at(k)) for k, (i, desc) in enumerate(self.order)),
+                                    frozenset(i for i, c in enumerate(columns) if c in numbers),
+                                    frozenset(i for i, c in enumerate(columns) if c in nullable), len(columns))
+        self.part_key = part_key_of(self.partition)
         self._whole = self.project == tuple(range(len(columns)))  # the out row is the view's row as it is
 
     def out_rows(self, rows: list[tuple]) -> list[tuple]:
@@ -225,7 +197,8 @@ def ranked_for(spec: TopN, view: Schema, out: Schema) -> RankedRows:
     fields = [f.name for f in view.fields]
     columns = tuple(fields[:-1] if spec.counted else fields)
     numbers = frozenset(f.name for f in view.fields if f.type != FieldType.STRING)
-    return RankedRows(spec, columns, tuple(f.name for f in out.fields), numbers)
+    nullable = frozenset(f.name for f in view.fields if f.nullable)
+    return RankedRows(spec, columns, tuple(f.name for f in out.fields), numbers, nullable)
 
 
 class TopNM3Operator(M3Operator):
