@@ -32,6 +32,8 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from .peer_errors import CLOSED_NO_CERT, CLOSED_PLAIN, PeerUnreachable, handshake_failed, untrusted_certificate
+from .auth import auth_headers
+from .tls import clear_token_refusal, warn_clear_token
 from .tls import current as current_tls
 
 #: The longest status line and header block read (a peer sending more is not one of ours).
@@ -241,3 +243,29 @@ def host_header(parts: SplitResult) -> str:
         return netloc
     host = (parts.hostname or "").encode("idna").decode("ascii")
     return f"{host}:{parts.port}" if parts.port is not None else host
+
+
+def outgoing(url: str, token: str | None, counters: Counter[str], data: Any = None, json_body: Any = None,
+             content_type: str | None = None) -> tuple[bytes | None, dict[str, str]]:
+    """A request's body and headers as both one-shot transports send them (this module's and
+    :mod:`.one_shot`'s): the token refused in clear while TLS is on (:class:`PeerUnreachable`, nothing sent),
+    a JSON body encoded, the request counted."""
+    tls = current_tls()
+    refusal = clear_token_refusal(url, token, tls)
+    if refusal is not None:
+        raise PeerUnreachable(url, refusal)
+    warn_clear_token(url, token, tls)
+    headers = auth_headers(token)
+    if json_body is not None:
+        import json
+
+        data, content_type = json.dumps(json_body), "application/json"
+    if isinstance(data, str):
+        data = data.encode()
+    if content_type:
+        headers["Content-Type"] = content_type
+    counters["requests"] += 1
+    if isinstance(data, bytes):
+        counters["bytes_sent"] += len(data)
+    return data, headers
+

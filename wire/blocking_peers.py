@@ -28,11 +28,8 @@ from collections import Counter
 from typing import Any, Protocol
 
 from .addressing import endpoint_url
-from .auth import auth_headers
-from .blocking_http import Exchanges
-from .peer_errors import XML, PeerRefused, PeerUnreachable, json_answer, json_body
-from .tls import clear_token_refusal, warn_clear_token
-from .tls import current as current_tls
+from .blocking_http import Exchanges, outgoing
+from .peer_errors import XML, PeerRefused, json_answer, json_body
 
 #: Redirects followed for one call (:data:`boreas.wire.heads.MAX_REDIRECTS`; a test checks they agree).
 MAX_REDIRECTS = 3
@@ -102,23 +99,7 @@ class BlockingPeers(_Calls):
     def send(self, method: str, url: str, *, data: Any = None, json_body: Any = None,
              content_type: str | None = None, timeout: float | None = None) -> tuple[int, bytes]:
         """One exchange, redirects not followed; raises :class:`PeerUnreachable` when nothing answered."""
-        tls = current_tls()
-        refusal = clear_token_refusal(url, self.token, tls)
-        if refusal is not None:
-            raise PeerUnreachable(url, refusal)
-        warn_clear_token(url, self.token, tls)
-        headers = auth_headers(self.token)
-        if json_body is not None:
-            import json
-
-            data, content_type = json.dumps(json_body), "application/json"
-        if isinstance(data, str):
-            data = data.encode()
-        if content_type:
-            headers["Content-Type"] = content_type
-        self.counters["requests"] += 1
-        if isinstance(data, bytes):
-            self.counters["bytes_sent"] += len(data)
+        data, headers = outgoing(url, self.token, self.counters, data, json_body, content_type)
         return self._exchanges.exchange(method, url, data, headers, timeout)
 
     def request(self, method: str, url: str, **kwargs: Any) -> tuple[int, bytes]:

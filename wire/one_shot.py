@@ -33,11 +33,9 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from .auth import auth_headers
-from .blocking_http import describe
+from .blocking_http import describe, outgoing
 from .peer_calls import PeerCalls
 from .peer_errors import PeerUnreachable
-from .tls import clear_token_refusal, warn_clear_token
 from .tls import current as current_tls
 
 #: A kept-alive connection the peer closed meanwhile fails with these before any answer: sent again once.
@@ -61,23 +59,7 @@ class OneShotPeers(PeerCalls):
     async def send(self, method: str, url: str, *, data: Any = None, json_body: Any = None,
                    content_type: str | None = None, timeout: float | None = None) -> tuple[int, bytes]:
         """One exchange; raises :class:`PeerUnreachable` when nothing answered."""
-        tls = current_tls()
-        refusal = clear_token_refusal(url, self.token, tls)
-        if refusal is not None:
-            raise PeerUnreachable(url, refusal)
-        warn_clear_token(url, self.token, tls)
-        headers = auth_headers(self.token)
-        if json_body is not None:
-            import json
-
-            data, content_type = json.dumps(json_body), "application/json"
-        if isinstance(data, str):
-            data = data.encode()
-        if content_type:
-            headers["Content-Type"] = content_type
-        self.counters["requests"] += 1
-        if isinstance(data, bytes):
-            self.counters["bytes_sent"] += len(data)
+        data, headers = outgoing(url, self.token, self.counters, data, json_body, content_type)
         parts = urlsplit(url)
         target = parts.path + (f"?{parts.query}" if parts.query else "") or "/"
         key = (parts.scheme, parts.netloc)
