@@ -54,6 +54,15 @@ def changed_rows(rt: Runtime) -> dict:
     return {name: sorted(rows, key=repr) for name, rows in rt.changes().items()}
 
 
+def fold_changes(into: dict, changes: list) -> None:
+    """Fold one batch's ``changes()`` of a view into its rows so far (0 or an all-zero tuple: removed)."""
+    for key, value in changes:
+        if value == 0 or (isinstance(value, tuple) and not any(value)):
+            into.pop(key, None)
+        else:
+            into[key] = value
+
+
 def scaled(n: int, floor: int = 5) -> int:
     """``n`` examples times :data:`SCALE`, at least ``floor`` (or ``n`` when smaller): a quarter of the examples
     still draws inserts, deletes and several batches, so the inner loop reaches the same triggers."""

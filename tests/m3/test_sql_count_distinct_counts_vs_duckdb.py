@@ -14,7 +14,7 @@ from boreas.m3 import Runtime, compile_sql
 from boreas.m3.runtime import maps
 from boreas.m3.runtime.memos import Memos
 from boreas.m3.runtime.views import view_form
-from m3_harness import changed_rows, check_against_duckdb, shape_params
+from m3_harness import changed_rows, check_against_duckdb, fold_changes, shape_params
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c INT);
@@ -95,15 +95,6 @@ def test_slice_changes_are_the_counts_net_changes_in_first_written_order():
     assert sorted(rt.changes()["Q1"]) == [((1,), 0), ((3,), 3)]
 
 
-def _folded(into: dict, changes: list) -> None:
-    """Fold one batch's ``changes()`` of a view into its rows so far (0 or an all-zero tuple: removed)."""
-    for key, value in changes:
-        if value == 0 or (isinstance(value, tuple) and not any(value)):
-            into.pop(key, None)
-        else:
-            into[key] = value
-
-
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_changes_folded_are_the_view_and_the_python_backends(shape):
     """The counts themselves (``slice_changes``, ``SliceCounts.advance``, the readers' ``count``/``before``)
@@ -136,7 +127,7 @@ def test_the_changes_folded_are_the_view_and_the_python_backends(shape):
                 for name in names:
                     if not read_before:  # (a batch left unread: its changes are lost to the fold)
                         folded[name] = dict(native.view(name))
-                    _folded(folded[name], changes.get(name, []))
+                    fold_changes(folded[name], changes.get(name, []))
             read_before = read
             if read:
                 for name in names:

@@ -14,7 +14,7 @@ from boreas.m3 import Runtime, compile_sql
 from boreas.m3.runtime import viewchanges
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from m3_harness import check_against_duckdb, close, scaled, shape_params
+from m3_harness import check_against_duckdb, close, fold_changes, scaled, shape_params
 
 STREAMS = ("CREATE STREAM auction(id INT, category INT, seller INT);\n"
            "CREATE STREAM bid(auction INT, price INT, w FLOAT);\n")
@@ -40,14 +40,6 @@ def _runtime(program, backend: str) -> Runtime:
     if rt.backend != backend:
         pytest.skip(rt.backend_reason)
     return rt
-
-
-def _folded(into: dict, changes: list) -> None:
-    for key, value in changes:
-        if value == 0 or (isinstance(value, tuple) and not any(value)):
-            into.pop(key, None)
-        else:
-            into[key] = value
 
 
 _EVENT = st.one_of(
@@ -101,7 +93,7 @@ def test_changes_folded_match_duckdb(shape, backend):
             if folded is None:
                 folded = dict(rt.view(view.name))
             else:
-                _folded(folded, changes)
+                fold_changes(folded, changes)
             want = {tuple(r[:len(view.keys)]): r[len(view.keys):] for r in con.execute(select).fetchall()}
             assert set(folded) == set(want), (folded, want)
             for key, vals in want.items():
