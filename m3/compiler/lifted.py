@@ -67,6 +67,7 @@ class Plan:
     columns: tuple[tuple[str, Expr], ...]
     where: Expr | None
     notes: tuple[str, ...] = ()  # what was accepted without effect (ORDER BY)
+    always: bool = False  # a view without keys with its one row while its parts read no rows (SQL's FROM-less)
 
 
 def items_of(sel: exp.Select) -> list[exp.Expression]:
