@@ -68,6 +68,7 @@ class Plan:
     where: Expr | None
     notes: tuple[str, ...] = ()  # what was accepted without effect (ORDER BY)
     always: bool = False  # a view without keys with its one row while its parts read no rows (SQL's FROM-less)
+    internal: tuple[str, ...] = ()  # keys no output row holds (a UNION ALL's branch key: :mod:`.setagg`)
 
 
 def items_of(sel: exp.Select) -> list[exp.Expression]:
