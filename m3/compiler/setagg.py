@@ -55,10 +55,22 @@ def _aggregated(s: exp.Expression) -> bool:
     return type(s) is exp.Select and any(isinstance(n, exp.AggFunc) for e in s.expressions for n in e.walk())
 
 
+#: What a UNION node of such a statement may hold: its two sides (a LIMIT, OFFSET or ORDER BY of the union is
+#: left to :mod:`.union`, which refuses it by name).
+_UNION_PARTS = frozenset({"this", "expression", "distinct"})
+
+
+def _bare(u: exp.Expression) -> bool:
+    return not isinstance(u, exp.Union) or (
+        all(k in _UNION_PARTS or v in (None, False, [], "") for k, v in u.args.items())
+        and _bare(u.this) and _bare(u.expression))
+
+
 def aggregated_union(sel: exp.Expression) -> bool:
-    """Whether ``sel`` is a UNION ALL statement (no WITH) whose branches are all aggregated queries."""
+    """Whether ``sel`` is a UNION ALL statement (no WITH, LIMIT, OFFSET or ORDER BY of its own) whose branches
+    are all aggregated queries."""
     leaves = _leaves(sel)
-    return len(leaves) > 1 and not sel.args.get("with_") and not sel.args.get("with") and all(map(_aggregated, leaves))
+    return len(leaves) > 1 and _bare(sel) and all(map(_aggregated, leaves))
 
 
 def plan(sel: exp.Expression, ctx: Positions) -> Plan:

@@ -61,3 +61,19 @@ def test_the_one_row_is_there_before_any_row_and_after_every_delete(backend):
     rt.apply_batch([("R", -1, (1, 2, 0.5)), ("R", -1, (2, 3, 0.5))])
     assert dict(rt.view("Q1")) == {(): (1, 0)} and dict(rt.view("Q2")) == {(): 1}
     assert rt.entries() == 0
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_the_changes_of_an_always_row_from_a_fresh_runtime(backend):
+    """The row is there before the first batch: the first batch removing it says so (0), and a row that did not
+    change is not named (the row memo took a fresh runtime's every view as rowless)."""
+    program = compile_sql(GENERIC + "SELECT 1 AS one WHERE NOT EXISTS (SELECT * FROM R);"
+                                    "SELECT 1 AS one WHERE (SELECT COUNT(*) FROM R) < 2;")
+    rt = new_runtime(program, backend)
+    assert dict(rt.view("Q1")) == dict(rt.view("Q2")) == {(): 1}
+    rt.apply_batch([("R", 1, (1, 2, 0.5))])
+    assert rt.changes() == {"Q1": [((), 0)]} and dict(rt.view("Q1")) == {}
+    rt.apply_batch([("R", 1, (2, 2, 0.5))])
+    assert rt.changes() == {"Q2": [((), 0)]}
+    rt.apply_batch([("R", -1, (1, 2, 0.5)), ("R", -1, (2, 2, 0.5))])
+    assert sorted(rt.changes().items()) == [("Q1", [((), 1)]), ("Q2", [((), 1)])]

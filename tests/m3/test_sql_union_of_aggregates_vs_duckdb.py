@@ -35,6 +35,10 @@ def test_view_matches_duckdb(shape):
      "grouped by exactly its selected columns"),
     ("SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING SUM(b) > 1 UNION ALL SELECT c, COUNT(*) FROM S GROUP BY c",
      "unsupported HAVING in a UNION ALL branch"),
+    ("SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT c, COUNT(*) FROM S GROUP BY c LIMIT 1",
+     "unsupported LIMIT of UNION ALL"),  # (the union's own LIMIT: it was built and ignored)
+    ("SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT c, COUNT(*) FROM S GROUP BY c OFFSET 1",
+     "unsupported OFFSET of UNION ALL"),
 ])
 def test_what_is_not_built_is_refused_by_name(query, says):
     with pytest.raises(CompileError, match=says):
