@@ -194,6 +194,10 @@ class ViewDecl:
     the view's rows apart and can be read by name (the query API), but an
     output row leaves them out -- SQL returns only the selected columns, so two
     groups may give equal output rows.
+
+    ``always`` (written ``ALWAYS`` after the columns) marks a view without keys whose one row is present
+    whatever its maps hold, as SQL's aggregate without GROUP BY has its row over no rows: a constant term
+    (``SELECT (SELECT COUNT(*) FROM R) + 1``) is then shown while the maps are empty.
     """
 
     name: str
@@ -202,6 +206,7 @@ class ViewDecl:
     key_vars: tuple[str, ...] = ()
     where: Expr | None = None
     internal: tuple[str, ...] = ()
+    always: bool = False  # a view without keys whose one row is there while its maps are empty (``ALWAYS``)
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
     @property

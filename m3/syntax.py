@@ -6,9 +6,10 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     item      := relation | map | view | trigger
     relation  := CREATE (STREAM|TABLE) NAME '(' NAME TYPE (',' NAME TYPE)* ')' ';'
     map       := DECLARE MAP NAME '[' [NAME ':' TYPE (',' ...)*] ']' ':' TYPE [':=' sum] ';'
-    view      := DECLARE VIEW NAME '[' [vkey (',' vkey)*] ']' '(' [vcol (',' vcol)*] ')' [WHERE vcond] ';'
+    view      := DECLARE VIEW NAME '[' [vkey (',' vkey)*] ']' '(' [vcol (',' vcol)*] ')' [ALWAYS] [WHERE vcond] ';'
     vkey      := NAME [':=' NAME] [INTERNAL]      -- key column [:= its variable] (all or none); INTERNAL:
                                                   -- a key no output row holds (a group column not selected)
+                                                  -- ALWAYS (no keys): its one row while its maps are empty
     vcol      := NAME ':=' NAME ['/' NAME]        -- maps read positionally (views without variables)
                | NAME ':=' vexpr                  -- views that name their variables, or have no keys
     vexpr     := vterm (('+'|'-') vterm)*

@@ -11,6 +11,7 @@ cond)`` sums the entries of ``m`` at the row whose ``K`` meets ``cond``
 
 A key column marked ``INTERNAL`` (``v[s, b INTERNAL]``) is a key of the
 view's rows that no output row holds (:attr:`.ast.ViewDecl.internal`).
+``ALWAYS`` after a keyless view's columns keeps its one row while its maps are empty (:attr:`.ast.ViewDecl.always`).
 ``INTERNAL``, ``WHERE``, ``AND``, ``OR``, ``NOT`` and the fold names are words only where
 a view expects them, so a variable may be called ``MIN``.  A mixin of the
 program parser (:class:`.syntax._Parser`), which provides the token helpers.
@@ -25,6 +26,9 @@ BoolOp(op='NOT', args=(BoolOp(op='OR', args=(Cmp(op='<', left=Const(value=0), ri
 'GREATEST'
 >>> parse_program("DECLARE VIEW v[a, internal INTERNAL](s := m);").views[0].internal
 ('internal',)
+>>> from .printer import format_view
+>>> format_view(parse_program("DECLARE VIEW v[](n := m[] + 1) ALWAYS WHERE m[] < 3;").views[0])
+'DECLARE VIEW v[](n := m[] + 1) ALWAYS WHERE m[] < 3;'
 >>> t = parse_program("DECLARE VIEW v[g := G](s := TOTAL(K : o[G, K] WHERE 0 < n[K] TRACK t[G, K]));").views[0].columns[0].expr
 >>> t.vars, t.cond, t.track
 (('K',), Cmp(op='<', left=Const(value=0), right=MapRef(name='n', args=(Var(name='K'),))), (MapRef(name='t', args=(Var(name='G'), Var(name='K'))),))
@@ -88,6 +92,11 @@ class ViewParser:
             return ViewColumn(n.text, expr=self.vexpr(), pos=n.pos)
 
         cols = self.comma_list(")", column)
+        always = self.peek().kind == "name" and self.peek().text.upper() == "ALWAYS"  # (ast.ViewDecl.always)
+        if always:
+            if keys:
+                raise ParseError("ALWAYS marks a view without keys (its one row)", self.peek().pos)
+            self.take()
         where = None
         if self.peek().kind == "name" and self.peek().text.upper() == "WHERE":
             if keys and not named:
@@ -96,7 +105,8 @@ class ViewParser:
             self.take()
             where = self.vcond()
         self.expect(";")
-        return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, internal, pos=start.pos)
+        return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, internal, always,
+                        pos=start.pos)
 
     def _plain_column(self) -> bool:
         """Whether a view column is ``m`` or ``m / n`` (maps read positionally), by looking ahead."""

@@ -71,10 +71,9 @@ def plan(sel: exp.Select, ctx: Positions) -> Plan:
         exprs.append(b.column(node))
     where = sel.args.get("where")
     cond = and_all([b.condition(c) for c in sql_conjuncts(where.this)]) if where is not None else None
-    if b.parts and (cond is None or _while_empty(cond) != 0) and any(_while_empty(e) != 0 for e in exprs):
-        raise ctx.error(f"unsupported constant term in a query without FROM {sql_of(sel)} (the view shows its one "
-                        "row only while a subquery reads rows; SQL has a value other than NULL or 0 there too)", sel)
-    return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), cond)
+    # SQL's query without FROM has its one row (where WHERE holds) whatever its subqueries read, so a constant term
+    # (SELECT (SELECT COUNT(*) FROM R) + 1) is shown while they read none: the view is ALWAYS (ast.ViewDecl.always)
+    return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), cond, always=bool(b.parts))
 
 
 class Parts:
@@ -180,34 +179,6 @@ class Parts:
         self.parts.append(part)
         self.nullable.append(any(type(a) is not exp.Count for a in value.find_all(exp.AggFunc)))
         return len(self.parts) - 1
-
-
-def _while_empty(e: Expr) -> float | None:
-    """The value of a view expression while every part reads no rows (every map entry 0), None where unknown.
-
-    Why: a keyless view shows its row only while a map it reads has an entry (:mod:`..runtime.views`), so a
-    column that is not 0 there (``(SELECT COUNT(*) FROM R) + 1``, a constant beside a subquery) would miss
-    SQL's row; such a query is refused by name rather than shown wrong."""
-    if type(e) is Const:
-        return float(e.value) if isinstance(e.value, (int, float)) and not isinstance(e.value, bool) else None
-    if type(e) is MapRef:
-        return 0.0
-    if type(e) in (Arith, Cmp):
-        a, b = _while_empty(e.left), _while_empty(e.right)
-        if e.op == "*" and 0 in (a, b):  # (a NULL aggregate's LEAST(n, 1) factor)
-            return 0.0
-        if a is None or b is None:
-            return None
-        ops = {"+": a + b, "-": a - b, "*": a * b, "LEAST": min(a, b), "GREATEST": max(a, b),
-               "<": float(a < b), "<=": float(a <= b), "=": float(a == b), "<>": float(a != b),
-               "!=": float(a != b)}
-        if e.op == "/":  # as the view divides: 0 / 0 is 0, else by zero infinite
-            return a / b if b else 0.0 if a == 0 else float("inf")
-        return ops.get(e.op)
-    if type(e) is BoolOp and e.op == "AND":
-        values = [_while_empty(x) for x in e.args]
-        return 0.0 if 0 in values else None if None in values else 1.0
-    return None
 
 
 def _some(i: int) -> Expr:

@@ -96,6 +96,7 @@ from .setops import branches as setop_branches
 from .setops import is_setop
 from .setparts import nested_branches, set_kind, unordered
 from .setparts import plan as set_plan
+from .setagg import aggregated_union, plan as union_plan
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outer import has_outer, plan as outer_plan, with_constants
@@ -292,6 +293,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if order is not None:
         q = _query(name, sel, relations, ctx, rename)
         return replace(q, notes=(*q.notes, order))
+    if aggregated_union(sel) and not nested_branches(sel):  # UNION ALL of aggregated queries (:mod:`.setagg`)
+        return _over_parts(name, union_plan(sel, ctx), sel, relations, ctx)
     if nested_branches(sel):  # a branch with a subquery: each branch a part, the view over their counts
         kind, sides = setop_branches(sel, ctx) if is_setop(sel) else (set_kind(sel), statement_branches(sel, ctx))
         return _over_parts(name, set_plan(kind, sides, ctx), sel, relations, ctx)
@@ -303,11 +306,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
-    # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`, :mod:`.singleton`); DISTINCT: GROUP BY
-    # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
-    # a SUM of a correlated SUM subquery: the sum over the join (:mod:`.sumjoin`)
-    # NOT EXISTS a row above a value of a table the query reads: the value against its MAX (:mod:`.notexists`)
-    # a FROM-less derived table of constants: its values in place (:mod:`.constrow`)
+    # rewrites before resolution: a derived table of aggregates only (:mod:`.onerow`, :mod:`.singleton`), DISTINCT as
+    # GROUP BY, :mod:`.rollup`, :mod:`.sumjoin`, :mod:`.notexists`, :mod:`.constrow` (each module says which shape)
     columns = {n: [c.name for c in r.columns] for n, r in relations.items()}
     # a WHERE an INT column's equality with 50.27 decides false: 1 = 0 (:mod:`.neverequal`)
     first = constant_rows(branches[0], columns)

@@ -67,6 +67,8 @@ class Plan:
     columns: tuple[tuple[str, Expr], ...]
     where: Expr | None
     notes: tuple[str, ...] = ()  # what was accepted without effect (ORDER BY)
+    always: bool = False  # a view without keys with its one row while its parts read no rows (SQL's FROM-less)
+    internal: tuple[str, ...] = ()  # keys no output row holds (a UNION ALL's branch key: :mod:`.setagg`)
 
 
 def items_of(sel: exp.Select) -> list[exp.Expression]:

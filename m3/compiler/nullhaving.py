@@ -51,6 +51,11 @@ def having_truth(rw, c: exp.Expression, negated: bool = False) -> exp.Expression
         join = (exp.Or if t is exp.And else exp.And) if negated else t
         return join(this=having_truth(rw, c.this, negated), expression=having_truth(rw, c.expression, negated))
     aggs = [n for n in c.walk(prune=lambda n: isinstance(n, exp.Select)) if _may_be_null(rw, n)]
+    keys = [n for n in c.walk(prune=lambda n: isinstance(n, (exp.Select, exp.AggFunc, exp.Filter))) if rw.nullable(n)]
+    if keys and aggs:
+        raise rw.refuse(f"{keys[0].sql()} in HAVING beside {sql_of(aggs[0])} (each may be NULL: not built)", c)
+    if keys:  # a nullable group key (its indicator a key too): TRUE where SQL's is, as in WHERE
+        return rw.truth(c, negated)
     if not aggs:
         return exp.Not(this=c.copy()) if negated else c.copy()
     fold = next((a for a in aggs if isinstance(a, (exp.Min, exp.Max))), None)
@@ -67,6 +72,27 @@ def having_truth(rw, c: exp.Expression, negated: bool = False) -> exp.Expression
         atom = _NEGATED[t](this=atom.this, expression=atom.expression) if t in _NEGATED else \
             exp.Not(this=exp.Paren(this=atom))
     return exp.Paren(this=exp.And(this=atom, expression=present))
+
+
+def grouped_key(rw, col: exp.Expression, sel: exp.Select) -> bool:
+    """Whether ``col``, a nullable column in ``sel``'s HAVING outside aggregates, is one of its GROUP BY columns
+    (``GROUP BY r.b HAVING r.b IS NULL``; by its own name or qualified): a key of the view with its indicator, which
+    HAVING reads as WHERE reads a column (:func:`having_truth`).
+
+    >>> import sqlglot
+    >>> class Rw:
+    ...     def local(self, c): return True
+    ...     def holder(self, c): return "r"
+    >>> q = sqlglot.parse_one("SELECT r.b, COUNT(*) FROM R r GROUP BY r.b HAVING b IS NULL AND r.a > 1")
+    >>> [grouped_key(Rw(), c, q) for c in q.args["having"].find_all(exp.Column)]
+    [True, False]
+    """
+    if col.find_ancestor(exp.Having) is None or col.find_ancestor(exp.AggFunc, exp.Filter) is not None:
+        return False
+    group = sel.args.get("group")
+    table = lambda c: c.table.lower() or (rw.holder(c) if rw.local(c) else "")  # noqa: E731
+    return group is not None and any(type(g) is exp.Column and g.name.lower() == col.name.lower()
+                                     and table(g) == table(col) for g in group.expressions)
 
 
 def unaliased(rw, c: exp.Expression, sel: exp.Select) -> exp.Expression:

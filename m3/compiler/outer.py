@@ -66,6 +66,7 @@ from .outerview import Reader, column, components, may_be_null, numeric_extremes
 from .outerkeys import keyable, padded_keys, part_constants, with_constants  # noqa: F401 (with_constants: the front end's)
 from .outernulls import explicit, implied, lenient, not_true, null_columns, nullable_columns, reads_nullable
 from .nodes import sql_of
+from .nullscope import in_scope
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
 
@@ -234,7 +235,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     keys, values = _outputs(q, ctx)
     sides = {a for p in ps for a in p.meta["padded"]}
     shown = keys
-    having = having_of(q, shown, values)  # read over the parts' aggregates (:mod:`.outerhaving`)
+    scope = {a: cols for a, (cols, _) in in_scope(q, relations).items()}  # HAVING's names bound as DuckDB's
+    having = having_of(q, shown, values, scope, ctx)  # read over the parts' aggregates (:mod:`.outerhaving`)
     read = values + ([("HAVING", having)] if having is not None else [])
     keys = keys + padded_keys(keys, read, sides, maybe, relations, q, kind, ctx)  # indicators beside: :mod:`.outerkeys`
     found = components(read, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \

@@ -71,22 +71,45 @@ def truth(cond: exp.Expression, r: Reader, want: bool = True) -> Expr:
                       "[NOT] NULL of its aggregates and group columns)", c)
 
 
-def having_of(q: exp.Select, keys: list, values: list) -> exp.Expression | None:
+def having_of(q: exp.Select, keys: list, values: list, scope: dict | None = None, ctx=None) -> exp.Expression | None:
     """The HAVING condition of an outer join's query ``q``, a name of a column in it read as that column's
     expression (DuckDB's ``HAVING n > 1`` for ``COUNT(*) AS n``, ``HAVING k > 1`` for ``r.a AS k``, as the inner
-    join's path reads them: a key's name first); ``keys``/``values``: ``(name, expression)``.
+    join's path reads them: a key's name first); ``keys``/``values``: ``(name, expression)``.  ``scope`` (each FROM
+    item's alias: its column names, lower case) binds a name as DuckDB does: a FROM item's column first (its
+    GROUP BY column, ``GROUP BY r.b HAVING b IS NULL``), a name two items hold refused as ambiguous (``ctx``).
 
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT r.a AS k, COUNT(*) AS n FROM R r GROUP BY r.a HAVING n > 1 AND k > 0")
     >>> having_of(q, [("k", q.expressions[0].this)], [("n", q.expressions[1].this)]).sql()
     'COUNT(*) > 1 AND r.a > 0'
+    >>> q = sqlglot.parse_one("SELECT r.b AS a, COUNT(*) FROM R r GROUP BY r.b HAVING b IS NULL AND a > 1")
+    >>> having_of(q, [("a", q.expressions[0].this)], [], {"r": {"a", "b"}}).sql()  # r.a is not grouped: the alias
+    'r.b IS NULL AND r.b > 1'
+    >>> class Ctx:
+    ...     def error(self, message, node=None): return ValueError(message)
+    >>> having_of(q, [], [], {"r": {"a", "b"}, "s": {"b"}}, Ctx())
+    Traceback (most recent call last):
+    ...
+    ValueError: ambiguous column b in HAVING (in r and s: qualify it, as DuckDB asks)
     """
     found = q.args.get("having")
     if found is None:
         return None
     cond = found.this.copy()
     named = {n.lower(): e for n, e in values} | {n.lower(): e for n, e in keys}
+    group = [g for g in (q.args.get("group").expressions if q.args.get("group") else []) if type(g) is exp.Column]
     for col in list(cond.find_all(exp.Column)):
-        if not col.table and col.name.lower() in named:
-            col.replace(named[col.name.lower()].copy())
+        if col.table:
+            continue
+        name = col.name.lower()
+        holders = sorted(a for a, cols in (scope or {}).items() if name in cols)
+        if len(holders) > 1:
+            raise ctx.error(f"ambiguous column {col.name} in HAVING (in {' and '.join(holders)}: qualify it, as "
+                            "DuckDB asks)", col)
+        grouped = next((g for g in group if holders and g.name.lower() == name
+                        and g.table.lower() in ("", holders[0])), None)
+        if grouped is not None:
+            col.replace(grouped.copy())
+        elif name in named:
+            col.replace(named[name].copy())
     return cond

@@ -15,9 +15,8 @@ Left as written (refused by name by the passes that read it): a WHERE, GROUP BY,
 row limit on the outer query (its rows would be zero or one, SUM's NULL of none not built here), AVG
 (its value is a DOUBLE where ``e`` may be an INT), ``COUNT(e)`` of what may be NULL, an aggregate over
 a subquery or reading a column of an enclosing query (SQL's aggregate of that query), any FROM item that is
-not a one-row derived table, and a constant term (a constant aggregate or item, a constant added: not one
-multiplied) beside a value read or a subquery, which the keyless view would not show while its maps are
-empty.
+not a one-row derived table.  A constant term (a constant aggregate or item, a constant added) beside a value
+read is rewritten as any other: the query without FROM it becomes shows its one row always (sqlM).
 
 >>> import sqlglot
 >>> single_row_aggregates(sqlglot.parse_one("SELECT SUM(1) FROM (SELECT SUM(1) FROM R) r")).sql()
@@ -26,7 +25,7 @@ empty.
 ...     FROM (SELECT SUM(b) AS s FROM R) t, (SELECT COUNT(*) AS n FROM S) u''')).sql()
 'SELECT t.s - u.n AS v, (t.s * u.n) AS k FROM (SELECT SUM(b) AS s FROM R) AS t, (SELECT COUNT(*) AS n FROM S) AS u'
 >>> single_row_aggregates(sqlglot.parse_one("SELECT COUNT(*), SUM(t.s) FROM (SELECT SUM(b) AS s FROM R) t")).sql()
-'SELECT COUNT(*), SUM(t.s) FROM (SELECT SUM(b) AS s FROM R) AS t'
+'SELECT 1 AS count_1, t.s AS sum_2 FROM (SELECT SUM(b) AS s FROM R) AS t'
 >>> single_row_aggregates(sqlglot.parse_one("SELECT COUNT(t.s) FROM (SELECT SUM(b) AS s FROM R) t")).sql()
 'SELECT COUNT(t.s) FROM (SELECT SUM(b) AS s FROM R) AS t'
 >>> single_row_aggregates(sqlglot.parse_one("SELECT SUM(R.a) FROM R")).sql()
@@ -169,33 +168,8 @@ def _rewritable(scope: exp.Select) -> bool:
     values = [_value(a, scope) for a in aggs]
     if not aggs or any(v is None for v in values):
         return False
-    literal = {a for a, v in zip(aggs, values) if isinstance(v, exp.Literal)}  # COUNT(t.x): its column not read
-    # a constant term beside values read: the runtime shows a view without keys only while a map it reads has
-    # an entry (its one row of NULLs is no row: docs/m3.md, "NULLs"), where SQL's COUNT(*) is 1 over any one row
-    # (a subquery too: SQL's COUNT(*) beside it is 1 while it reads no rows); the query without FROM refuses a
-    # constant term by name as well (:mod:`.fromless`), this names the derived table
-    reads = [c for e in scope.expressions for c in e.find_all(exp.Column, exp.Subquery)
-             if c.find_ancestor(exp.Select) is scope and c.find_ancestor(exp.AggFunc) not in literal]
-    return not (reads and any(_constant_term(e, scope) for e in scope.expressions))
-
-
-def _constant_term(e: exp.Expression, scope: exp.Select) -> bool:
-    """Whether ``e`` (with ``scope``'s aggregates their values) may be other than 0 while the one-row tables'
-    maps are empty: a constant added (not only multiplied), a subquery, or anything but arithmetic."""
-    e = unparen(e.this if type(e) is exp.Alias else e)
-    if isinstance(e, exp.AggFunc) and e.find_ancestor(exp.Select) is scope:
-        value = _value(e, scope)
-        return value is None or _constant_term(value, scope)
-    if type(e) is exp.Column:
-        return False
-    if type(e) is exp.Neg:
-        return _constant_term(e.this, scope)
-    if type(e) in (exp.Add, exp.Sub):
-        return _constant_term(e.this, scope) or _constant_term(e.expression, scope)
-    if type(e) is exp.Mul:
-        return _constant_term(e.this, scope) and _constant_term(e.expression, scope)
-    if type(e) is exp.Div:
-        return _constant_term(e.this, scope)
+    # a constant term beside values read (SELECT COUNT(*), SUM(t.x) ...) is the query without FROM's: its view is
+    # ALWAYS (:mod:`.fromless`), so its one row is there while the maps are empty, as SQL's (sqlM)
     return True
 
 

@@ -72,7 +72,7 @@ from .nullstar import star_columns
 from .nullexprkeys import VALUED, expression_keys
 from .nullsetops import rewrite_branches
 from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
-from .nullhaving import having_truth, one_count_per_item, unaliased
+from .nullhaving import grouped_key, having_truth, one_count_per_item, unaliased
 from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
 from .resolve import Positions
 
@@ -209,6 +209,8 @@ class _Rewriter:
                         raise self.refuse(f"{n.sql()} as a key: a derived table's SUM/AVG/MIN/MAX that may be NULL "
                                           "(grouping by it needs an indicator, not a count)", n)
                     keys.append(n)
+                    continue
+                if grouped_key(self, n, sel):  # HAVING r.b IS NULL: a group key read by name (:mod:`.nullhaving`)
                     continue
                 clause = n.find_ancestor(exp.Group, exp.Order, exp.Having)
                 where = f" ({sql_of(clause)})" if clause is not None else ""

@@ -20,8 +20,10 @@ Two places are accepted:
 * **As the statement**: ``SELECT a, b FROM R UNION ALL SELECT d, e FROM S``,
   a UNION ALL of views of rows (no aggregates, GROUP BY or DISTINCT): the
   view counts each distinct row over both branches (:func:`statement_branches`).
-  A UNION ALL of aggregated queries is refused: its result may hold one
-  key twice (a row per branch), which a view keyed by its group cannot.
+  A UNION ALL of aggregated queries is not this module's: its result may hold
+  one key twice (a row per branch), which a view keyed by its group cannot;
+  with every branch grouped it is a view over parts keyed by a branch key too
+  (:mod:`.setagg`), else refused here.
 
 Branches pair their columns by position (names from the first, as SQL),
 which must have the same types.  ``UNION`` without ALL is accepted as the

@@ -40,7 +40,9 @@ class Memos:
         runtime (its maps change between batches: it keeps no rows, no folds, no sums and no counts); ``forms``: the
         general views' forms and ``rereads`` those re-read whole (for the maps kept as counts alone)."""
         self.totals = TotalMemo(program)
-        self.rows = RowMemo(() if member else row_views)
+        # (an ALWAYS view's row is there before any batch, which a fresh memo takes as no row: its before is read)
+        always = {v.name for v in program.views if v.always}
+        self.rows = RowMemo(() if member else [v for v in row_views if v not in always])
         self.folds = SliceFolds(enabled=not member)
         self.sums = FoldSums(enabled=not member)
         totals_read = set().union(*({p.total.ref.name} | {ref.name for ref in p.reads}

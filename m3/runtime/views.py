@@ -146,11 +146,13 @@ class ViewForm:
     outer: tuple[Ref, ...] = ()  # the refs whose entries make a row present (not those of a TOTAL's condition)
     lifted: tuple[tuple[int, Expr], ...] = ()  # row variables bound by values (:mod:`..over`): (slot, expression)
     source: Over | None = None  # the aggregate whose entries bind them: the view's rows come from its entries
+    always: bool = False  # a keyless view's one row present while its maps are empty (:attr:`.ast.ViewDecl.always`)
 
     @property
     def constant(self) -> bool:
-        """A view that reads no map and has no keys (``SELECT 1 AS a``): its one row is always present."""
-        return not self.refs and not self.vars and self.source is None
+        """A view that reads no map and has no keys (``SELECT 1 AS a``), or one marked ``ALWAYS``: its one row is
+        always present (where its WHERE holds)."""
+        return (not self.refs or self.always) and not self.vars and self.source is None
 
     def key_of(self, row: tuple) -> tuple:
         """The output key of a row."""
@@ -238,7 +240,7 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
             types[x] = expr_type(e, program, {**over_types, **types})
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
                     tuple(refs), tuple(folds), tuple(outer), tuple((names.index(x), e) for x, (e, _) in found.items()),
-                    source)
+                    source, v.always)
 
 
 def _ref(ref: MapRef, names: tuple[str, ...]) -> Ref:

@@ -136,7 +136,7 @@ def test_a_union_adds_terms_to_one_map_per_aggregate():
      "unsupported INTERSECT of aggregated queries"),
     (GENERIC + "SELECT a, b FROM R EXCEPT SELECT b FROM S", "EXCEPT branches of view Q1 select 2 and 1 columns"),
     (GENERIC + "SELECT a FROM R INTERSECT SELECT g FROM T", "a INT column beside a STRING one"),
-    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT b, COUNT(*) FROM S GROUP BY b",
+    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT b FROM S",  # (all aggregated: setagg)
      "unsupported UNION ALL of aggregated queries"),
     (GENERIC + "SELECT DISTINCT a FROM R UNION ALL SELECT b FROM S", "unsupported DISTINCT in a UNION ALL branch"),
     (GENERIC + "SELECT a, b FROM R UNION ALL SELECT b FROM S", "select 2 and 1 columns"),
