@@ -216,6 +216,25 @@ def test_window_joins_over_nulls_follow_three_valued_logic(backend, query, kind,
     run_against_reference(query, kind, delay, steps, backend, nulls=True)
 
 
+def interval_box(columns: str, a: Schema, group: str, on: str, backend: str, semijoin: bool) -> WindowedM3Operator:
+    """An interval join of A's rows with their window's MAX(v) (grouped by ``group`` too), on ``on``; without the
+    semi-join (``semijoin`` False), the stages evaluated as a partitioned member evaluates them."""
+    from boreas.node.operators.m3winjoin import StageEmit
+
+    keys = f"{group}, " if group else ""
+    text = ("CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts);\n"
+            f"CREATE STREAM A({columns}, WATERMARK FOR ts AS ts);\n"
+            f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT {keys}MAX(v) AS m, window_end AS e FROM "
+            f"{window('TUMBLE', 'A')} GROUP BY {keys}window_start, window_end) W ON {on} "
+            f"WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text), ("backend", backend)))
+    op = DEFAULT_REGISTRY.build(box, [P, a], infer_m3(box, [P, a]))
+    assert isinstance(op, WindowedM3Operator)
+    if not semijoin:
+        op._stages = StageEmit(op.plan.stages, op.outputs[0])  # noqa: SLF001 - the member's evaluation
+    return op
+
+
 @pytest.mark.parametrize("backend", ["python", "native"])
 @pytest.mark.parametrize("on", ["B.v = W.m", "(B.v = W.m OR B.k = W.m + 100)"])
 @pytest.mark.parametrize("semijoin", [True, False])
@@ -223,17 +242,7 @@ def test_a_null_matches_no_null_in_an_upper_stage(backend, on, semijoin):
     """The concrete rows: (1, NULL, 31) alone in its window (its MAX is NULL) and (2, 5, 42); only the second
     joins (main emitted (1, None, 31) where no semi-join filtered the leaf, and crashed on ``W.m + 100``).
     Without the semi-join (as a partitioned member evaluates the stages) the stage alone decides."""
-    from boreas.node.operators.m3winjoin import StageEmit
-
-    text = ("CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts);\n"
-            "CREATE STREAM A(k INT, v INT NULL, ts INT, WATERMARK FOR ts AS ts);\n"
-            f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT MAX(v) AS m, window_end AS e FROM {window('TUMBLE', 'A')} "
-            f"GROUP BY window_start, window_end) W ON {on} WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")
-    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text), ("backend", backend)))
-    op = DEFAULT_REGISTRY.build(box, [P, A_NULL], infer_m3(box, [P, A_NULL]))
-    assert isinstance(op, WindowedM3Operator)
-    if not semijoin:
-        op._stages = StageEmit(op.plan.stages, op.outputs[0])  # noqa: SLF001 - the member's evaluation
+    op = interval_box("k INT, v INT NULL, ts INT", A_NULL, "", on, backend, semijoin)
     got = emitted(op.process_from(1, [(1, None, 31), (2, 5, 42)], 0.0, ("A", "a", 1)))
     got += emitted(op.process_from(1, [(3, 1, 60)], 0.1, ("A", "a", 2)))
     assert got == Counter({(2, 5, 42): 1})
@@ -245,18 +254,9 @@ def test_a_nullable_column_before_the_join_column_keeps_the_semi_join_on_it(back
     """``v`` nullable and declared before ``k``: an upper stage's relation holds ``v``'s NULL indicator after it,
     and the semi-join's columns are counted without it (it read ``ts`` for ``k`` and dropped every row)."""
     from boreas.catalog.model import Field, FieldType, Schema
-    from boreas.node.operators.m3winjoin import StageEmit
 
     a = Schema("A", (Field("v", FieldType.INT, nullable=True), Field("k", FieldType.INT), Field("ts", FieldType.INT)))
-    text = ("CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts);\n"
-            "CREATE STREAM A(v INT NULL, k INT, ts INT, WATERMARK FOR ts AS ts);\n"
-            f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT k, MAX(v) AS m, window_end AS e FROM {window('TUMBLE', 'A')} "
-            f"GROUP BY k, window_start, window_end) W ON B.k = W.k WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")
-    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text), ("backend", backend)))
-    op = DEFAULT_REGISTRY.build(box, [P, a], infer_m3(box, [P, a]))
-    assert isinstance(op, WindowedM3Operator)
-    if not semijoin:
-        op._stages = StageEmit(op.plan.stages, op.outputs[0])  # noqa: SLF001 - the member's evaluation
+    op = interval_box("v INT NULL, k INT, ts INT", a, "k", "B.k = W.k", backend, semijoin)
     got = emitted(op.process_from(1, [(5, 1, 3), (6, 2, 4)], 0.0, ("A", "a", 1)))
     got += emitted(op.end_of_input(0.1))
     assert got == Counter({(1, 5, 3): 1, (2, 6, 4): 1})
