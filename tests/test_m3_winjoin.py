@@ -253,8 +253,6 @@ def test_a_null_matches_no_null_in_an_upper_stage(backend, on, semijoin):
 def test_a_nullable_column_before_the_join_column_keeps_the_semi_join_on_it(backend, semijoin):
     """``v`` nullable and declared before ``k``: an upper stage's relation holds ``v``'s NULL indicator after it,
     and the semi-join's columns are counted without it (it read ``ts`` for ``k`` and dropped every row)."""
-    from boreas.catalog.model import Field, FieldType, Schema
-
     a = Schema("A", (Field("v", FieldType.INT, nullable=True), Field("k", FieldType.INT), Field("ts", FieldType.INT)))
     op = interval_box("v INT NULL, k INT, ts INT", a, "k", "B.k = W.k", backend, semijoin)
     got = emitted(op.process_from(1, [(5, 1, 3), (6, 2, 4)], 0.0, ("A", "a", 1)))
