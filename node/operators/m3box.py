@@ -300,7 +300,8 @@ def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
                   f"    ins = [{row} for r in rows if r[{s}] == 1]\n"
                   f"    dels = [{row} for r in rows if r[{s}] == -1]\n"
                   f"    return ins, dels, len(rows) - len(ins) - len(dels)\n")
-    scope: dict = {"_date": date_of, "_known": _DATES.get}
+    # (a nullable DATE field's None stays None, the runtime's NULL: the memo never holds None, so it is looked up)
+    scope: dict = {"_date": lambda micros: None if micros is None else date_of(micros), "_known": _DATES.get}
     exec(compile(source, "<m3 box in port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
     return scope["split"]
 
