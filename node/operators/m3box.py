@@ -172,8 +172,13 @@ class M3Operator(Operator):
             if out is not None and changed:
                 pairs, weights = self._memo.revise(view, changed)
                 if pairs:
-                    emitted.append((out, weighted(self._emit[out](pairs), weights, self.plan.outputs[out])))
+                    emitted.append((out, self._changelog(out, self._emit[out](pairs), weights)))
         return emitted
+
+    def _changelog(self, out: int, rows: list[tuple], weights: list[int]):
+        """A view's changed rows with their weights as the changelog emitted on out port ``out`` (a value its
+        field cannot hold, a map's int past 64 bits, null: ``wire.columns.weighted``)."""
+        return weighted(rows, weights, self.plan.outputs[out])
 
     def _rows_groups(self, port: int, rows: list[tuple] | Columns) -> tuple[list, int, bool]:
         """A stateless view's ``([(bag relation, sign, columns or rows)], ignored, as columns)``: each signed part
