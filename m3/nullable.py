@@ -27,6 +27,7 @@ indicator is 1:
 from __future__ import annotations
 
 import datetime
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -76,10 +77,28 @@ def expand_row(row: Sequence, nullable: Sequence[tuple[int, str]]) -> tuple:
 
 
 def expand_columns(columns: Sequence[Sequence], nullable: Sequence[tuple[int, str]]) -> list:
-    """:func:`expand_row` for a batch given column by column."""
+    """:func:`expand_row` for a batch given column by column.
+
+    A column packed as C reads it (an ``array``, or a ``memoryview`` of an
+    Arrow buffer without a NULL: node/operators/m3columns.py; a STRING
+    column's intern ids, a DATE column's day numbers) holds no NULL: it stays
+    as it is, in its encoding, and its indicator is all 0, packed too.
+    Rewritten value by value it would become a list of plain numbers, which
+    the runtime reads as STRING or DATE values, not as their codes (the batch
+    refused: "a STRING column holds 0, not a string").
+
+    >>> from array import array
+    >>> ids = memoryview(array("q", [0, 2]))
+    >>> cols = expand_columns([ids, ["x", None]], ((0, "STRING"), (1, "STRING")))
+    >>> cols[0] is ids, list(cols[1]), cols[2:]
+    (True, [0, 0], [['x', ''], [0, 1]])
+    """
     out = list(columns)
     for i, kind in reversed(nullable):
         col = out[i]
+        if isinstance(col, (array, memoryview)):  # (packed: no None can be in it)
+            out[i:i + 1] = (col, array("q", bytes(8 * len(col))))
+            continue
         zero = ZERO[kind]
         out[i:i + 1] = ([zero if v is None else v for v in col], [1 if v is None else 0 for v in col])
     return out

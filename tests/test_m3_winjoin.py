@@ -66,9 +66,14 @@ QUERIES = {
 #: the brief's shape of an ON over NULLs: arithmetic on a MAX that is NULL where every v of the window is
 NULL_QUERIES = dict(QUERIES, **{"interval join or": lambda kind: (
     f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT MAX(v) AS m, window_end AS e FROM {window(kind, 'A')} "
-    f"GROUP BY window_start, window_end) W ON (B.v = W.m OR B.k = W.m - 1) WHERE B.ts BETWEEN W.e - {SIZE} AND W.e")})
+    f"GROUP BY window_start, window_end) W ON (B.v = W.m OR B.k = W.m - 1) WHERE B.ts BETWEEN W.e - {SIZE} AND W.e"),
+    # an upper-stage aggregate over the MAX that is NULL where every v of the window is: SQL's NULL, not a crash
+    "window join aggregate": lambda kind: (
+        f"SELECT X.k, MAX(Y.top) AS m, COUNT(*) AS c FROM {counts(kind, 'P', 'X')} JOIN (SELECT k, MAX(v) AS top, "
+        f"window_start AS s, window_end AS e FROM {window(kind, 'A')} GROUP BY k, window_start, window_end) Y "
+        "ON X.k = Y.k AND X.s = Y.s AND X.e = Y.e GROUP BY X.k, X.s, X.e")})
 WINDOWED = {"window join": (0, 1), "interval join": (1,), "interval join by key": (1,), "hot keys": (1,),
-            "interval join or": (1,)}
+            "interval join or": (1,), "window join aggregate": (0, 1)}
 
 
 def _max(values) -> int | None:
@@ -83,6 +88,9 @@ def answer(query: str, p_rows: list[tuple], a_rows: list[tuple]) -> list[tuple]:
         n = Counter(k for k, _ in p_rows)
         top = {k: _max(v for k2, v, _ in a_rows if k2 == k) for k, _, _ in a_rows}
         return [(k, n[k], top[k]) for k in n if k in top]
+    if query == "window join aggregate":  # one joined row per key and window: (k, its MAX), counted once
+        keys = {k for k, _ in p_rows}
+        return [(k, _max(v for k2, v, _ in a_rows if k2 == k)) for k in {k for k, _, _ in a_rows} if k in keys]
     if query in ("interval join", "interval join or"):
         m = _max(v for _, v, _ in a_rows)
         if m is None:
@@ -214,6 +222,18 @@ def test_window_joins_over_nulls_follow_three_valued_logic(backend, query, kind,
     """A nullable ``v``, NULL-heavy: the upper stages join as SQL does (a NULL equals nothing, MAX of NULLs is
     NULL and ``W.m - 1`` of it NULL, an ON that is NULL joins nothing), semi-joined leaves included."""
     run_against_reference(query, kind, delay, steps, backend, nulls=True)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_an_upper_stage_aggregate_of_only_nulls_is_null(backend):
+    """Key 1's window holds only a NULL v: its MAX(Y.top) above the join is NULL, emitted as None (main crashed
+    the window's close on ``int(None)``); key 2's is 7."""
+    op = build("window join aggregate", "TUMBLE", 0, backend, nulls=True)
+    got = emitted(op.process_from(0, [(1, 3), (2, 4)], 0.0, ("P", "p", 1)))
+    got += emitted(op.process_from(1, [(1, None, 5), (2, 7, 6)], 0.1, ("A", "a", 1)))
+    got += emitted(op.end_of_input(0.2))
+    assert got == Counter({(1, None): 1, (2, 7): 1})
+    assert op.outputs[0].fields[1].nullable
 
 
 def interval_box(columns: str, a: Schema, group: str, on: str, backend: str, semijoin: bool) -> WindowedM3Operator:

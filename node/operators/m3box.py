@@ -172,8 +172,13 @@ class M3Operator(Operator):
             if out is not None and changed:
                 pairs, weights = self._memo.revise(view, changed)
                 if pairs:
-                    emitted.append((out, weighted(self._emit[out](pairs), weights, self.plan.outputs[out])))
+                    emitted.append((out, self._changelog(out, self._emit[out](pairs), weights)))
         return emitted
+
+    def _changelog(self, out: int, rows: list[tuple], weights: list[int]):
+        """A view's changed rows with their weights as the changelog emitted on out port ``out`` (a value its
+        field cannot hold, a map's int past 64 bits, null: ``wire.columns.weighted``)."""
+        return weighted(rows, weights, self.plan.outputs[out])
 
     def _rows_groups(self, port: int, rows: list[tuple] | Columns) -> tuple[list, int, bool]:
         """A stateless view's ``([(bag relation, sign, columns or rows)], ignored, as columns)``: each signed part
@@ -300,7 +305,8 @@ def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
                   f"    ins = [{row} for r in rows if r[{s}] == 1]\n"
                   f"    dels = [{row} for r in rows if r[{s}] == -1]\n"
                   f"    return ins, dels, len(rows) - len(ins) - len(dels)\n")
-    scope: dict = {"_date": date_of, "_known": _DATES.get}
+    # (a nullable DATE field's None stays None, the runtime's NULL: the memo never holds None, so it is looked up)
+    scope: dict = {"_date": lambda micros: None if micros is None else date_of(micros), "_known": _DATES.get}
     exec(compile(source, "<m3 box in port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
     return scope["split"]
 

@@ -46,7 +46,7 @@ from boreas.wire.columns import Columns, arrow_schema, weighted
 from .base import Emitted
 from .m3box import M3Operator
 from .m3memo import present
-from .m3topn_append import AppendTops, view_deltas
+from .m3topn_append import AppendTops, ExactChanges, view_deltas
 from .m3topn_entries import EntryChanges
 from .m3topn_keys import part_key_of, sort_key_of
 
@@ -303,10 +303,22 @@ class TopNM3Operator(M3Operator):
         out = gone + came
         return [(0, weighted(out, [-1] * len(gone) + [1] * len(came), self.outputs[0]))] if out else []
 
+    def _changelog(self, out: int, rows: list[tuple], weights: list[int]) -> Columns | ExactChanges:
+        """The view's changelog as columns, or as the rows themselves where a value does not fit its column (an
+        int past 64 bits: the Python backend holds it; the columns would hold null, which ranks nowhere and
+        matches no later change of its row).  The box's out rows still carry null for it (:meth:`_emitted`)."""
+        changed = super()._changelog(out, rows, weights)
+        nulls = [i for i, c in enumerate(changed.batch.columns) if c.null_count]
+        if any(changed.batch.column(i).null_count != sum(r[i] is None for r in rows) for i in nulls):
+            return ExactChanges(rows, weights)
+        return changed
+
     def _deltas(self, changed, deltas: dict[tuple, int]) -> None:
         """A view changelog's rows into ``deltas`` (row -> change of its multiplicity)."""
         if isinstance(changed, Columns):
             rows, weights = changed.rows(), changed.weight_list()
+        elif isinstance(changed, ExactChanges):
+            rows, weights = changed.rows, changed.weights
         else:
             rows, weights = changed, [1] * len(changed)
         view_deltas(self.plan.topn, rows, weights, deltas)

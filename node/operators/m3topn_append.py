@@ -75,6 +75,19 @@ def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[
 
 
 @dataclass
+class ExactChanges:
+    """A view's changelog as Python rows, where a value is one no Arrow column of its field holds (an int past 64
+    bits, on the Python backend): ranked by what it is, not the null the out stream carries for it
+    (node/operators/m3topn.py, ``TopNM3Operator._changelog``)."""
+
+    rows: list[tuple]
+    weights: list[int]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
 class Merged:
     """What a batch changed in the first N: out rows that left and entered (Python tuples, partitions the batch
     merged into), and ``fresh``: the out rows of partitions new in the batch as columns (``o0``.. in the out
@@ -138,7 +151,7 @@ class AppendTops:
         self._as_tuples([pk for pk, rows in self.held.items() if type(rows) is int])
         return [r for rows in self.top.values() for r in rows]
 
-    def multiplicities(self, changed: Columns | list[tuple]) -> tuple[list[tuple], list[int]] | pa.Table | None:
+    def multiplicities(self, changed: Columns | ExactChanges | list[tuple]) -> tuple[list[tuple], list[int]] | pa.Table | None:
         """What a view changelog adds, or None when a row leaves (its multiplicity, netted over the batch, falls):
         a table of the added rows (a row n times repeated n times) when the changelog is columns whose weights are
         all positive, else (rows, their added multiplicity) netted in Python as ``view_deltas`` does."""
@@ -163,6 +176,8 @@ class AppendTops:
                     table = table.take(pa.array(np.repeat(np.arange(len(adds)), copies)))
                 return table
             rows, ws = changed.rows(), changed.weight_list()
+        elif isinstance(changed, ExactChanges):
+            rows, ws = changed.rows, changed.weights
         else:
             rows, ws = changed, [1] * len(changed)
         deltas: dict[tuple, int] = {}

@@ -87,7 +87,7 @@ class StageEmit:
                 per_window[end][view].append((key, value))
         top = self.stages.top
         width = len(top.output_keys)
-        casts = [float if f.type == FieldType.DOUBLE else int for f in self.schema.fields[width:]]
+        casts = [_cast(f.type) for f in self.schema.fields[width:]]
         out: list[tuple] = []
         for end in sorted(per_window):
             for key, value in self.stages.evaluate(per_window[end], self.runtimes).items():
@@ -96,6 +96,19 @@ class StageEmit:
                 values = value if isinstance(value, tuple) else (value,)
                 out.append(tuple(key[i] for i in top.output_keys) + tuple(c(v) for c, v in zip(casts, values)))
         return out
+
+
+def _cast(kind: FieldType):
+    """An upper stage's value as its out field holds it; None (SQL's NULL: a MAX or SUM of the window's NULLs
+    only, the field nullable) stays None, as the plain view's out rows keep it (node/operators/m3box.py).
+
+    >>> [_cast(FieldType.LONG)(v) for v in (3.0, None)], _cast(FieldType.DOUBLE)(2), _cast(FieldType.STRING)("x")
+    ([3, None], 2.0, 'x')
+    """
+    if kind == FieldType.STRING:
+        return lambda v: v if isinstance(v, str) or v is None else ""  # ('' for a string value that left)
+    cast = float if kind == FieldType.DOUBLE else int
+    return lambda v: None if v is None else cast(v)
 
 
 def _usable(stages: StagePlan, closing: Closing, runtime: Runtime) -> tuple[SemiJoin, ...]:

@@ -13,6 +13,7 @@ refused by name, not read as 0.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import random
 from collections import Counter
 
@@ -23,6 +24,7 @@ from boreas.catalog.model import Subscription
 from boreas.catalog.validate import stream_schemas
 from boreas.m3.boxtype import box_types
 from boreas.node.dataflow import Dataflow
+from boreas.node.operators.m3box import date_of, micros_of
 from boreas.node.query import read, resolve
 from boreas.wire.columns import Columns, from_rows
 from support.changelog import changes
@@ -105,3 +107,48 @@ def test_a_division_of_a_nullable_field_as_a_key_is_refused_by_name():
                                                                    "GROUP BY b / 2"), "app.xml")], BOX_TYPES)
     assert not plan.ok
     assert "read outside an aggregate" in " ".join(p.reason for p in plan.problems)
+
+
+#: Nullable VARCHAR and DATE fields, published as Arrow batches with and without NULLs (issue 34 (a)): a batch
+#: without one goes as columns (STRING ids, day numbers), which must keep their encoding past the indicators.
+STRINGS = ("SELECT g, s, COUNT(*) AS n, COUNT(s) AS ns, COUNT(d) AS nd FROM R "
+           "WHERE d IS NULL OR d >= DATE '1995-01-02' GROUP BY g, s")
+STRING_FIELDS = ('<field name="g" type="int"/><field name="s" type="string" size="8" nullable="true"/>'
+                 '<field name="d" type="timestamp" nullable="true"/>')
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_nullable_string_and_date_columns_without_a_null_are_applied(backend):
+    if backend == "native":
+        from support.native import skip_without_native
+
+        skip_without_native()
+    xml = app(backend, STRINGS).replace(
+        '<field name="g" type="int"/><field name="b" type="int" nullable="true"/>\n'
+        '        <field name="y" type="double" nullable="true"/>', STRING_FIELDS)
+    plan = plan_submission(Catalog(), [read_document(xml, "app.xml")], BOX_TYPES)
+    assert plan.ok, plan.problems
+    cat = plan.catalog
+    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
+    dataflow.reconfigure(cat)
+    schema = cat.schemas["RT"]
+    rnd = random.Random(7)
+    days = [micros_of(dt.date(1995, 1, 1) + dt.timedelta(days=k)) for k in range(3)]  # (a timestamp: micros)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE R(g BIGINT, s VARCHAR, d DATE)")
+    bag: Counter = Counter()
+    for i in range(8):
+        nulls = [None] if i % 2 else []  # every other batch has no NULL at all: the columns path
+        new = [(rnd.randint(0, 2), rnd.choice(["a", "bb", ""] + nulls), rnd.choice(days + nulls))
+               for _ in range(rnd.randint(1, 6))]
+        con.executemany("INSERT INTO R VALUES (?, ?, ?)", [(g, s, None if d is None else date_of(d)) for g, s, d in new])
+        batch = from_rows(new, schema)
+        assert isinstance(batch, Columns)
+        asyncio.run(dataflow.router.enter("R", batch, "pub-R", i, ""))
+        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
+            for row, weight in changes(sent):
+                bag[tuple(row)] += weight
+        bag = Counter({r: k for r, k in bag.items() if k})
+        assert bag == Counter(con.execute(STRINGS).fetchall())
+    assert dataflow.operators["q"].failed_batches == 0
