@@ -139,6 +139,54 @@ def shown_columns(columns: Sequence[str]) -> tuple[int, ...]:
     return tuple(i for i in range(len(columns)) if i not in hidden)
 
 
+class Gone:
+    """The type of :data:`GONE` (one instance): equal to 0 and to an all-zero tuple, so a reader of ``changes()``
+    written for views without NULLs (value 0 = removed) still reads a row that left as removed."""
+
+    _one: Gone | None = None
+
+    def __new__(cls) -> Gone:
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, tuple):
+            return all(x is not None and not isinstance(x, str) and x == 0 for x in other)
+        return other is self or (other is not None and not isinstance(other, str) and other == 0)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "GONE"
+
+    def __reduce__(self) -> str:
+        return "GONE"
+
+
+GONE = Gone()
+"""What ``changes()`` reports for a row that left a view with NULL values (:func:`null_values`).  There a row in
+the view may read all zeros (a SUM of 0, a COUNT(c) over only NULLs beside a NULL MAX(c) read as its count 0,
+the one row of a view without GROUP BY over only NULLs), so 0 cannot mean "left" as it does elsewhere; a reader
+tests ``value is GONE`` (:func:`left`).
+
+>>> GONE == 0, GONE == (0, 0), GONE == (0, None), GONE is Gone(), left(0, True), left(0, False), left(GONE, True)
+(True, True, False, True, False, True, True)
+"""
+
+
+def left(value, marked: bool) -> bool:
+    """Whether a ``changes()`` value says its row left the view: GONE in a view whose changes mark it
+    (``marked``: a view with NULL values), 0 or an all-zero tuple in any other."""
+    if value is GONE or marked:
+        return value is GONE
+    return not any(value) if isinstance(value, tuple) else value == 0
+
+
 @dataclass(frozen=True)
 class ViewNulls:
     """How a view's reads show its NULLs: nullable keys None where their indicator is 1, nullable values None
@@ -146,7 +194,9 @@ class ViewNulls:
 
     >>> nulls = ViewNulls.of(("b", "b__null"), ("b__null",), ("s", "n", "s__null"))
     >>> nulls.row((0, 1), (0, 3, 0)), nulls.row((2, 0), (5, 3, 1)), nulls.row((2, 0), (0, 0, 0))
-    (((None, 1), (None, 3)), ((2, 0), (5, 3)), ((2, 0), (0, 0)))
+    (((None, 1), (None, 3)), ((2, 0), (5, 3)), ((2, 0), GONE))
+    >>> nulls.row((2, 0), (0, 0, 0), present=True)
+    ((2, 0), (None, 0))
     """
 
     keys: tuple[tuple[int, int], ...]
@@ -160,13 +210,15 @@ class ViewNulls:
         return cls(nk, nv, shown_columns(columns)) if nk or nv else None
 
     def row(self, key: tuple, value, present: bool = False) -> tuple[tuple, object]:
-        """A (key, value) as the runtime holds it, shown; an all-zero value stays all zero unless ``present``
-        (a change's all-zero value is a row that left; a view read holds only rows that are in it)."""
+        """A (key, value) as the runtime holds it, shown.  A view with NULL values: :data:`GONE` stays GONE, and
+        an all-zero value (every hidden count 0: no entry) is GONE unless ``present`` (a view read holds only
+        rows in it; a general view's change says GONE itself where its row left).  Else an all-zero value
+        stays all zero (a change's all-zero value is a row that left)."""
         key = shown_key(key, self.keys) if self.keys else key
-        if not self.values:
+        if not self.values or value is GONE:
             return key, value
         if not present and not any(value):
-            return key, 0 if len(self.shown) == 1 else (0,) * len(self.shown)
+            return key, GONE
         out = list(value)
         for i, j in self.values:
             if not value[j]:

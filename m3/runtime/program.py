@@ -283,7 +283,7 @@ class Runtime(Reads):
         return current_reader(self.store, self._memos.totals.at(self._version))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
-        """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
+        """The view rows the last batch changed: ``{view: [(key, value now)]}``; 0/all-zero (NULLs: GONE) = removed."""
         if self._changes is None:
             with self._lock:
                 if self._changes is None:

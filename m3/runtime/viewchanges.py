@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
+from ..nullable import GONE
 from .entryviews import entry_changes, entry_map, row_key
 from .evaluate import Reader
 from .maps import MapStore
@@ -99,12 +100,13 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
     changes: dict[str, list] = {}
     for v in views:
         form = forms.get(v.name)
+        shown = nulls.get(v.name)
+        gone = GONE if shown is not None and shown.values else None  # (a view with NULL values: GONE = left)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
                                                              memo.previous if memo.plans else None, rows_memo,
-                                                             counted)
-        if rows:
-            shown = nulls.get(v.name)
-            changes[v.name] = shown.rows(rows) if shown else rows
+                                                             counted, gone)
+        if rows:  # (a general view's rows that left are GONE already: the others are in it, all zero or not)
+            changes[v.name] = shown.rows(rows, present=form is not None) if shown else rows
     if rows_memo is not None:
         rows_memo.done(version)
     return changes
@@ -244,14 +246,16 @@ def current_reader(store: MapStore, totals=None, folds: SliceFolds | None = None
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
                     rereads: bool = False, old_totals=None, rows_memo: RowMemo | None = None,
-                    counts: SliceCounts | None = None) -> list[tuple[tuple, object]]:
+                    counts: SliceCounts | None = None, gone=None) -> list[tuple[tuple, object]]:
     """The rows of a general view whose presence or value the batch changed, each with its value now.
 
     ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
     before and after is evaluated.  ``old_totals``: the hook of a memo of TOTALs read before the batch
     (:meth:`.totals.TotalMemo.previous`).  ``rows_memo``: the rows after the previous batch
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
-    ``counts``: the maps kept as counts alone (:mod:`.slicecounts`), exact now.
+    ``counts``: the maps kept as counts alone (:mod:`.slicecounts`), exact now.  ``gone``: the value told for a
+    row that left (:data:`..nullable.GONE` in a view with NULL values, whose rows may read all zeros), else its
+    value now (zero).
     """
     entry = None if rereads else entry_map(form)
     if entry is not None:
@@ -290,7 +294,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
             elif was_in or not known:
                 held.pop(row, None)
         if was_in != now_in or not (was == new or same(was, new)):
-            out.append((key_of(row), new))
+            out.append((key_of(row), new if now_in or gone is None else gone))
     return out
 
 

@@ -19,7 +19,7 @@ from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3.cumulus import Layout
 from boreas.wire.columns import weighted
 
-from ..operators.m3memo import present
+from ..operators.m3memo import present_rows
 from ..operators.m3topn import ranked_for, view_deltas
 from .applying import Groups, Version
 from .hosting import Host
@@ -44,7 +44,7 @@ class RankedPartOperator(PartOperator):
         """Rank the view the maps hold now (nothing is emitted): after a layout change, a restore."""
         self.ranked.clear()
         view = self.plan.views[0]
-        pairs = [(k, v) for k, v in self.runtime.view(view.name).items() if present(v)]
+        pairs = present_rows(self.runtime.view(view.name), view.name in self.marked)
         rows = self._emit[0](pairs)
         deltas: dict[tuple, int] = {}
         view_deltas(self.spec, rows, [1] * len(rows), deltas)

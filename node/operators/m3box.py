@@ -41,7 +41,7 @@ from boreas.wire.columns import weighted
 from . import m3changes, m3columns
 from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError
-from .m3memo import ViewMemo
+from .m3memo import ViewMemo, marked_views
 from .m3rows import StatelessRows
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,8 @@ class M3Operator(Operator):
         self.columns_out = bool(decls) and all(not d.general for d in decls)
         self._strings = m3changes.StringTable()  # the intern table as Arrow, for STRING keys of the changes
         # The views as last emitted, for the -old of a changelog where the journals are not read as columns
-        self._memo = ViewMemo(lambda view: self.runtime.view(view))
+        self.marked = marked_views(decls)  # (views whose changes say GONE where a row left: with NULL values)
+        self._memo = ViewMemo(lambda view: self.runtime.view(view), self.marked)
 
     def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
         """The box's plan (a partitioned SESSION member's adds its held rows' map: node/cumulus/sessions.py)."""

@@ -19,26 +19,54 @@ is built or restored (:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).
 ([((1,), 5), ((1,), 7)], [-1, 1])
 >>> memo.revise("V", [((1,), 0)])
 ([((1,), 7)], [-1])
+
+A view with NULL values says a row left by GONE (:data:`boreas.m3.nullable.GONE`): its NULL is retracted
+when a value comes, and a row reading 0 stays:
+
+>>> from boreas.m3.nullable import GONE
+>>> memo = ViewMemo(lambda view: {}, {"N"})
+>>> memo.load(["N"])
+>>> memo.revise("N", [((1,), None)]), memo.revise("N", [((1,), 5)])
+(([((1,), None)], [1]), ([((1,), None), ((1,), 5)], [-1, 1]))
+>>> memo.revise("N", [((1,), 0)]), memo.revise("N", [((1,), GONE)])
+(([((1,), 5), ((1,), 0)], [-1, 1]), ([((1,), 0)], [-1]))
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
+
+from boreas.m3.nullable import left, null_values
 
 
 def present(value: Any) -> bool:
-    """Whether a view value is a row of the view (the runtime's 0, or all zeros, is a row that left)."""
-    if isinstance(value, tuple):
-        return any(v != 0 for v in value)
-    return value != 0
+    """Whether a view value is a row of the view (the runtime's 0, or all zeros, or GONE, is a row that left)."""
+    return not left(value, False)
+
+
+def present_rows(rows: dict[tuple, Any], marked: bool) -> list[tuple[tuple, Any]]:
+    """A view read's ``(key, value)`` pairs of rows in it: all of them in a view whose changes mark a row that
+    left by GONE (``marked``: a row there may read all zeros, a SUM of 0), else those with a value not all 0."""
+    return list(rows.items()) if marked else [(k, v) for k, v in rows.items() if present(v)]
+
+
+def marked_views(views: Iterable) -> frozenset[str]:
+    """The names of ``views`` (``m3.ast.ViewDecl``) whose ``changes()`` tell a row that left by GONE: those with
+    NULL values (:data:`boreas.m3.nullable.GONE`)."""
+    return frozenset(v.name for v in views if null_values([c.name for c in v.columns]))
+
+
+_ABSENT = object()  # (a key the memo does not hold: its value may be None, a NULL)
 
 
 class ViewMemo:
-    """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``."""
+    """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``;
+    ``marked``: the views whose changes tell a row that left by GONE (:func:`marked_views`)."""
 
-    def __init__(self, read: Callable[[str], dict[tuple, Any]]):
+    def __init__(self, read: Callable[[str], dict[tuple, Any]], marked: Collection[str] = frozenset()):
         self._read = read
+        self._marked = marked
         self._rows: dict[str, dict[tuple, Any]] = {}
 
     def forget(self) -> None:
@@ -49,25 +77,28 @@ class ViewMemo:
         """Read the views not held yet (before a batch is applied: their rows are then the old ones)."""
         for view in views:
             if view not in self._rows:
-                self._rows[view] = {k: v for k, v in self._read(view).items() if present(v)}
+                self._rows[view] = dict(present_rows(self._read(view), view in self._marked))
 
     def revise(self, view: str, changed: list[tuple[tuple, Any]]) -> tuple[list[tuple[tuple, Any]], list[int]]:
         """``(key, value)`` pairs and their weights for the changes of one batch: ``-old`` for a row that was
-        there, ``+new`` for one that is; a key whose value did not change gives nothing."""
+        there (its value None included: a NULL), ``+new`` for one that is; a key whose value did not change
+        gives nothing."""
         rows = self._rows[view]
+        marked = view in self._marked
         pairs: list[tuple[tuple, Any]] = []
         weights: list[int] = []
         for key, value in changed:
-            old = rows.get(key)
-            if old is not None and old == value:
+            old = rows.get(key, _ABSENT)
+            gone = left(value, marked)
+            if old is not _ABSENT and not gone and old == value:
                 continue
-            if old is not None:
+            if old is not _ABSENT:
                 pairs.append((key, old))
                 weights.append(-1)
-            if present(value):
+            if gone:
+                rows.pop(key, None)
+            else:
                 pairs.append((key, value))
                 weights.append(1)
                 rows[key] = value
-            else:
-                rows.pop(key, None)
         return pairs, weights

@@ -45,7 +45,7 @@ from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from .base import Emitted
 from .m3box import M3Operator
-from .m3memo import present
+from .m3memo import present_rows
 from .m3topn_append import AppendTops, ExactChanges, view_deltas
 from .m3topn_entries import EntryChanges
 from .m3topn_keys import part_key_of, sort_key_of
@@ -347,7 +347,7 @@ class TopNM3Operator(M3Operator):
 
     def _present(self) -> list[tuple]:
         view = self.plan.views[0]
-        return [(k, v) for k, v in self.runtime.view(view.name).items() if present(v)]
+        return present_rows(self.runtime.view(view.name), view.name in self.marked)
 
     def _rank_view(self) -> None:
         """Every row of the view ranked by :class:`RankedRows`, from nothing."""

@@ -68,14 +68,16 @@ class NullKeyHarness(Harness):
                 assert match, f"{view.name}: row {row} x{n} not in DuckDB's {sorted(want.items(), key=repr)}"
 
 
-_HARNESSES: dict[str, NullKeyHarness] = {}
+_HARNESSES: dict[tuple[type, str], NullKeyHarness] = {}
 
 
-def check_rows_against_duckdb(sql: str, examples: int = 25, value=null_heavy) -> None:
+def check_rows_against_duckdb(sql: str, examples: int = 25, value=null_heavy,
+                              harness: type[NullKeyHarness] = NullKeyHarness) -> None:
     """Random NULL-heavy insert/delete batches into the relations the view reads; after each, the maps equal
     their definitions and the output rows DuckDB's (:class:`NullKeyHarness`); deleting every row empties every
-    map.  ``value(column, type)``: a column's strategy (default :func:`null_heavy`)."""
-    h = _HARNESSES.get(sql) or _HARNESSES.setdefault(sql, NullKeyHarness(sql))
+    map.  ``value(column, type)``: a column's strategy (default :func:`null_heavy`); ``harness``: the comparison
+    (a subclass of :class:`NullKeyHarness`)."""
+    h = _HARNESSES.get((harness, sql)) or _HARNESSES.setdefault((harness, sql), harness(sql))
     used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
             if isinstance(n, RelAtom)}
     relations = {k: v for k, v in Runtime(h.program, backend="python").relations.items() if k in used}
