@@ -110,11 +110,8 @@ class SliceCounts:
             counts, last = self._counts[name], self._last[name]
             keys, deltas = changes.get(name, ((), ()))
             last.clear()
-            part = None
-            for key, d in zip(keys, deltas):
-                if part is None:
-                    part = self._part_of(name, len(key))
-                last[part(key)] = d
+            if keys:  # (one C-level pass: each slice's part of its key, with its change)
+                last.update(zip(map(self._part_of(name, len(keys[0])), keys), deltas))
             if whole:
                 counts.clear()
                 for key, v in entries(name):
@@ -123,8 +120,9 @@ class SliceCounts:
                         s = part(key)
                         counts[s] = counts.get(s, 0) + 1
                 continue
+            get = counts.get
             for s, d in last.items():
-                n = counts.get(s, 0) + d
+                n = get(s, 0) + d
                 if n:
                     counts[s] = n
                 else:

@@ -85,6 +85,23 @@ class SliceFolds:
                 slices[pattern] = found
         return found
 
+    def reader(self, name: str, at: int, values: Callable[[str, tuple, int], list]) -> Callable[[tuple], Fold]:
+        """:meth:`get` of map ``name`` at ``at`` as one function of the pattern, its slices' dict bound: valid
+        until the memo is next cleared or advanced (one batch's ``changes()``)."""
+        slices = self._folds.get((name, at))
+        if slices is None:
+            slices = self._folds[(name, at)] = {}
+        get = slices.get
+
+        def fold(pattern: tuple) -> Fold:
+            found = get(pattern)
+            if found is None:
+                found = fold_of(values(name, pattern, at))
+                if found[0]:  # (an empty slice is not kept, as in get)
+                    slices[pattern] = found
+            return found
+        return fold
+
     def advance(self, journals: dict[str, list], store, version: int) -> None:
         """After the batch that made ``version``: adjust every kept slice the batch changed an entry of (the
         journals: stored key, value before, ...; ``store``: the maps now)."""
