@@ -4,7 +4,7 @@ read without a Python mirror of the map it counts.
 Why: a general view's ``COUNT(DISTINCT x)`` is a ``COUNT`` fold over a
 multiplicity map ``m[K..., x]`` (one entry per distinct ``x`` of a group,
 its value how many rows carry it), read as the size of the index slice at
-the group's keys (:func:`.viewchanges.slice_counter`).  On the native
+the group's keys (:func:`.slices.slice_counter`).  On the native
 backend that index is the Python mirror's, so every entry a batch wrote in
 ``m`` -- one per row, nearly all of them a count going from 3 to 4 -- was
 set in the mirror and its index (:meth:`.MapStore.add_many`) only for the

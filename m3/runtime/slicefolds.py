@@ -3,7 +3,7 @@ journals, so a general view's ``MIN``, ``MAX`` or ``COUNT`` of a slice is one di
 
 Why: a general view's row evaluation (:mod:`.viewcode`) reads a fold over a
 slice with one unbound position (``MAX(M : m[C, D, M])``, a ``COUNT
-DISTINCT``) by listing the slice's values (:func:`.viewchanges.slice_values`)
+DISTINCT``) by listing the slice's values (:func:`.slices.slice_values`)
 and folding them: O(the slice's size) per changed row and batch.  Nexmark
 q16's latest minute of a channel's day lists up to 1,440 minutes, q17's
 ``MIN``/``MAX`` an auction's distinct prices, and q4's average lists, for

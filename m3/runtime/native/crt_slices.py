@@ -11,8 +11,9 @@ over the batch's distinct keys groups the transitions by their bound
 codes and sums them, as the numpy reading does (the same slices, the same
 representative key, the same order: by the first written key that moved
 in each), and only the slices whose count changed leave C.  The numpy
-reading stays as the reference (``tests/m3/test_native_slices.py``) and the
-fallback for a map of more than ``SLICE_MAX_ARITY`` key columns.
+reading stays as the reference (``tests/m3/test_native_slices.py``); its
+fallback past ``SLICE_MAX_ARITY`` key columns is a guard only (the native
+backend refuses a map of more keys: ``cgen.MAX_KEYS``).
 
 >>> "rt_slice_changes(" in SLICES and "rt_slice_changes(" in SLICES_CDEF
 True
