@@ -68,6 +68,24 @@ class Reader:
         found = self.values(name, pattern, at)
         return (len(found), min(found), max(found)) if found else (0, None, None)
 
+    def getter(self, name: str) -> Callable[[tuple], object]:
+        """``key -> get(name, key)``: map ``name``'s accessor, taken once per reader by a view's bound row
+        function (:func:`.viewcode.compile_bound`); a reader of a store gives one without the lookup by name."""
+        get = self.get
+        return lambda key: get(name, key)
+
+    def counter(self, name: str, at: int) -> Callable[[tuple, int], int]:
+        """``(others, default) -> count(name, pattern, at)``, taken once per reader (as :meth:`getter`):
+        ``others`` the pattern's values at every position but ``at``, in order (the slice's name; a reader
+        kept as counts answers it with one dict lookup); ``default`` is returned for an empty slice (0)."""
+        count = self.count
+        return lambda others, default: count(name, others[:at] + (None,) + others[at:], at) or default
+
+    def folder(self, name: str, at: int) -> Callable[[tuple], tuple]:
+        """``pattern -> fold(name, pattern, at)``, taken once per reader (as :meth:`getter`)."""
+        fold = self.fold
+        return lambda pattern: fold(name, pattern, at)
+
     def fold_term(self, spec, pattern: tuple, group) -> object:
         """One group's term of a sum of folds (:class:`.foldsums.SumOfFolds`): its fold, 0 where empty."""
         found = self.fold(spec.fmap, spec.fold_pattern(pattern, group), spec.fat)

@@ -4,7 +4,7 @@ read without a Python mirror of the map it counts.
 Why: a general view's ``COUNT(DISTINCT x)`` is a ``COUNT`` fold over a
 multiplicity map ``m[K..., x]`` (one entry per distinct ``x`` of a group,
 its value how many rows carry it), read as the size of the index slice at
-the group's keys (:func:`.viewchanges.slice_counter`).  On the native
+the group's keys (:func:`.slices.slice_counter`).  On the native
 backend that index is the Python mirror's, so every entry a batch wrote in
 ``m`` -- one per row, nearly all of them a count going from 3 to 4 -- was
 set in the mirror and its index (:meth:`.MapStore.add_many`) only for the
@@ -110,11 +110,8 @@ class SliceCounts:
             counts, last = self._counts[name], self._last[name]
             keys, deltas = changes.get(name, ((), ()))
             last.clear()
-            part = None
-            for key, d in zip(keys, deltas):
-                if part is None:
-                    part = self._part_of(name, len(key))
-                last[part(key)] = d
+            if keys:  # (one C-level pass: each slice's part of its key, with its change)
+                last.update(zip(map(self._part_of(name, len(keys[0])), keys), deltas))
             if whole:
                 counts.clear()
                 for key, v in entries(name):
@@ -123,8 +120,9 @@ class SliceCounts:
                         s = part(key)
                         counts[s] = counts.get(s, 0) + 1
                 continue
+            get = counts.get
             for s, d in last.items():
-                n = counts.get(s, 0) + d
+                n = get(s, 0) + d
                 if n:
                     counts[s] = n
                 else:

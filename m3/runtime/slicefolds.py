@@ -3,7 +3,7 @@ journals, so a general view's ``MIN``, ``MAX`` or ``COUNT`` of a slice is one di
 
 Why: a general view's row evaluation (:mod:`.viewcode`) reads a fold over a
 slice with one unbound position (``MAX(M : m[C, D, M])``, a ``COUNT
-DISTINCT``) by listing the slice's values (:func:`.viewchanges.slice_values`)
+DISTINCT``) by listing the slice's values (:func:`.slices.slice_values`)
 and folding them: O(the slice's size) per changed row and batch.  Nexmark
 q16's latest minute of a channel's day lists up to 1,440 minutes, q17's
 ``MIN``/``MAX`` an auction's distinct prices, and q4's average lists, for
@@ -84,6 +84,23 @@ class SliceFolds:
             if found[0]:  # (an empty slice is not kept: the memo holds no more slices than the maps do)
                 slices[pattern] = found
         return found
+
+    def reader(self, name: str, at: int, values: Callable[[str, tuple, int], list]) -> Callable[[tuple], Fold]:
+        """:meth:`get` of map ``name`` at ``at`` as one function of the pattern, its slices' dict bound: valid
+        until the memo is next cleared or advanced (one batch's ``changes()``)."""
+        slices = self._folds.get((name, at))
+        if slices is None:
+            slices = self._folds[(name, at)] = {}
+        get = slices.get
+
+        def fold(pattern: tuple) -> Fold:
+            found = get(pattern)
+            if found is None:
+                found = fold_of(values(name, pattern, at))
+                if found[0]:  # (an empty slice is not kept, as in get)
+                    slices[pattern] = found
+            return found
+        return fold
 
     def advance(self, journals: dict[str, list], store, version: int) -> None:
         """After the batch that made ``version``: adjust every kept slice the batch changed an entry of (the

@@ -34,6 +34,7 @@ from .evaluate import Reader
 from .maps import MapStore
 from .rowmemo import RowMemo
 from .slicecounts import SliceCounts
+from .slices import _but, key_getter, slice_count, slice_counter, slice_values
 from .foldsums import FoldSums
 from .slicefolds import SliceFolds
 from .views import ViewForm, candidate_rows, same
@@ -157,84 +158,34 @@ class StoreReader(Reader):
             return super().fold(name, pattern, at)
         return self._folds.get(name, pattern, at, self.values)
 
+    def getter(self, name: str) -> Callable[[tuple], object]:
+        """Map ``name``'s entry by key, the store's dict bound (:func:`key_getter`)."""
+        get = self._getters.get(name)
+        if get is None:
+            get = self._getters[name] = key_getter(self.store, name)
+        return get
+
+    def counter(self, name: str, at: int) -> Callable[[tuple, int], int]:
+        """A COUNT fold of map ``name`` at ``at`` as one function of the slice's bound values (as
+        :meth:`.Reader.counter`): a map kept as counts alone, its counts' ``get`` itself (they are kept by
+        those values, :mod:`.slicecounts`); else the index's slice's size (:func:`slice_counter`)."""
+        kept = self._kept_counts.get(name)
+        if kept is not None:
+            return kept[0]
+        counter = slice_counter(self.store, name, self.store.arity[name], at)
+        return lambda others, default: counter(others[:at] + (None,) + others[at:]) or default
+
+    def folder(self, name: str, at: int) -> Callable[[tuple], tuple]:
+        """A slice's fold of map ``name`` at ``at`` as one function of the pattern, the memo's slices bound."""
+        if self._folds is None:
+            return super().folder(name, at)
+        return self._folds.reader(name, at, self.values)
+
     def fold_sum(self, rows: str, fmap: str, pattern: tuple, spec) -> object:
         if self.sums is None:
             return super().fold_sum(rows, fmap, pattern, spec)
         return self.sums.get(spec, pattern, self.values, self.fold_term)
 
-
-def key_getter(store: MapStore, name: str) -> Callable[[tuple], object]:
-    """``key tuple -> value`` (0 where absent) of map ``name``: :meth:`.MapStore.get` specialised for one map,
-    valid for the store's life (a map's dict and its indexes are made once and changed in place).
-
-    >>> from ..ast import Column, MapDecl, Program
-    >>> decl = lambda n, k: MapDecl(n, tuple(Column(c, "INT") for c in k), "INT")
-    >>> s = MapStore(Program((), (decl("one", "A"), decl("two", "AB"), decl("ix", "AB")), (), ()), {"ix": [(1,)]})
-    >>> for m in ("one", "two", "ix"): s.set(m, (1,) if m == "one" else (1, 2), 7)
-    >>> [key_getter(s, m)(k) for m in ("one", "two", "ix") for k in ((1,) if m == "one" else (1, 2), (5,) * (
-    ...     1 if m == "one" else 2))]
-    [7, 0, 7, 0, 7, 0]
-    """
-    get = store.getter(name)
-    if store.arity[name] == 1:
-        return lambda key: get(key[0], 0)
-    if store.primary[name] is None:
-        return lambda key: get(key, 0)
-    return get
-
-
-def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:
-    """The values at ``at`` of map ``name``'s entries at ``pattern`` (bound but at ``at``), now."""
-    sub = index_slice(store, name, pattern, at)
-    return [k[at] for k, n in store.match(name, pattern) if n] if sub is None else list(sub)
-
-
-def slice_count(store: MapStore, name: str, pattern: tuple, at: int) -> int:
-    """How many entries of map ``name`` match ``pattern`` (bound but at ``at``), now."""
-    sub = index_slice(store, name, pattern, at)
-    return sum(1 for _, n in store.match(name, pattern) if n) if sub is None else len(sub)
-
-
-def slice_counter(store: MapStore, name: str, arity: int, at: int) -> Callable[[tuple], int]:
-    """:func:`slice_count` of map ``name`` at position ``at`` as a function of the pattern, the index that serves
-    it found once: valid while the store's indexes stay the same dicts (one batch's ``changes()``; the mirror
-    clears an index in place, never replaces it).
-
-    >>> from ..ast import Column, MapDecl, Program
-    >>> s = MapStore(Program((), (MapDecl("n", tuple(Column(c, "INT") for c in "AB"), "INT"),), (), ()),
-    ...              {"n": [(0,)]})
-    >>> s.add_many("n", [((1, 2), 5), ((1, 3), 1), ((2, 3), 1)])
-    >>> count = slice_counter(s, "n", 2, 1); count((1, None)), count((2, None)), count((3, None))
-    (2, 1, 0)
-    """
-    found = store.cuts[name].get(_but(arity, at))
-    if found is None or arity != store.arity[name]:
-        return lambda pattern: slice_count(store, name, pattern, at)
-    index, bound = store.indexes[name][found.pos], found.bound
-    return lambda pattern: len(index.get(bound(pattern), _EMPTY))
-
-
-def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | None:
-    """Map ``name``'s slice at ``pattern`` (bound at every position but ``at``, as a fold's compiled read gives
-    it) as an index keeps it, its keys the values at ``at`` in their stored form (a map keeps non-zero entries
-    only: :mod:`.maps`), so a fold over ``at`` lists or counts them without a key tuple built per entry; None
-    where no index serves those positions.  Runs per fold per row: the index found once per map and position."""
-    found = store.cuts[name].get(_BUT.get((len(pattern), at)) or _but(len(pattern), at))
-    if found is None or len(pattern) != store.arity[name]:
-        return None
-    return store.indexes[name][found.pos].get(found.bound(pattern), _EMPTY)
-
-
-_BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
-
-
-def _but(arity: int, at: int) -> tuple[int, ...]:
-    """Every key position but ``at`` (made once per arity and position: a fold's reads run per row)."""
-    bound = _BUT.get((arity, at))
-    if bound is None:
-        bound = _BUT[(arity, at)] = tuple(i for i in range(arity) if i != at)
-    return bound
-_EMPTY: dict = {}
 
 
 def current_reader(store: MapStore, totals=None, folds: SliceFolds | None = None,
@@ -275,6 +226,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
     zero, evaluate, key_of = form.zero, form.evaluate, row_key(form.out)
+    evaluate_now = form.bind(now)  # the view's row function with the maps' accessors taken once (viewcode)
     held = rows_memo.held(form.name) if rows_memo is not None else None  # the memo's rows, read and noted inline
     known = held is not None and rows_memo.exact  # (as RowMemo.before and .after answer and note them)
     complete = known and rows_memo.complete
@@ -287,7 +239,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
             if before is None:
                 before = old_reader(form, journals, store, old_totals, counts)
             was_in, was = evaluate(row, before)
-        now_in, new = evaluate(row, now)
+        now_in, new = evaluate_now(row)
         if held is not None:
             if now_in:
                 held[row] = new

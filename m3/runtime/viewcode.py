@@ -81,6 +81,8 @@ class _Source:
         self.count: dict[str, int] = parent.count if parent is not None else {}  # locals made, by kind (shared)
         self.reads: dict[tuple, str] = {}  # (kind, map, key source[, position]) -> the local holding it
         self.env = False  # whether some node is left to the interpreter (it reads the row as a dict)
+        self.bound = parent.bound if parent is not None else False  # reads through accessors bound per reader
+        self.accessors: dict[tuple, str] = parent.accessors if parent is not None else {}  # (how, map, at) -> local
 
     def local(self, kind: str) -> str:
         n = self.count.get(kind, 0)
@@ -102,13 +104,27 @@ class _Source:
             return self.const(a.value)
         return None
 
+    def accessor(self, how: str, name: str, at: int | None = None) -> str:
+        """The local of one map's accessor bound once per reader (``reader.getter(map)``, ``.counter(map, at)``,
+        ``.folder(map, at)``: :meth:`.evaluate.Reader.getter`), made once per function."""
+        found = self.accessors.get((how, name, at))
+        if found is None:
+            found = self.accessors[(how, name, at)] = f"a{len(self.accessors)}"
+        return found
+
     def read(self, kind: str, name: str, key: list[str], at: int | None = None) -> str:
         """The local holding one map read (a ``get``, or a fold's values at ``at``), written once."""
         display = _display(key)
         found = self.reads.get((kind, name, display, at))
         if found is None:
             found = self.local(kind)
-            if kind == "m":
+            if kind == "n" and self.bound:  # a COUNT by the slice's bound positions, 0 where it is empty
+                others = _display(key[:at] + key[at + 1:])  # type: ignore[operator]
+                self.lines.append(f"{self.indent}{found} = {self.accessor('counter', name, at)}({others}, 0)")
+            elif kind in ("m", "s") and self.bound:  # the map's accessor, bound once per reader
+                how = {"m": "getter", "s": "folder"}[kind]
+                self.lines.append(f"{self.indent}{found} = {self.accessor(how, name, at)}({display})")
+            elif kind == "m":
                 self.lines.append(f"{self.indent}{found} = get({name!r}, {display})")
             elif kind == "n":  # a COUNT of a slice's values (one unbound position): the reader counts them
                 self.lines.append(f"{self.indent}{found} = count({name!r}, {display}, {at})")
@@ -261,9 +277,12 @@ def _folds(form: Any) -> dict[tuple, str]:
     return {r[1:]: r[0] for r in dry.reads if r[0] in ("f", "n", "s")}
 
 
-def row_source(form: Any) -> tuple[str, dict[str, object]]:
-    """The source of ``row_value(row, reader)`` for a view (a :class:`.views.ViewForm`) and its constants."""
+def row_source(form: Any, bound: bool = False) -> tuple[str, dict[str, object]]:
+    """The source of ``row_value(row, reader)`` for a view (a :class:`.views.ViewForm`) and its constants;
+    ``bound``: of ``bind(reader) -> row_value(row)`` instead, each map's accessor taken from the reader once
+    (:func:`compile_bound`)."""
     s = _Source(form)
+    s.bound = bound
     head = ["def row_value(row, reader):", "    get = reader.get", "    entries = reader.entries",
             "    values = reader.values", "    count = reader.count", "    fold = reader.fold"]
     for i in range(len(form.vars)):
@@ -298,6 +317,12 @@ def row_source(form: Any) -> tuple[str, dict[str, object]]:
     s.lines.append("    return True, " + (cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"))
     if s.env:
         s.lines.insert(body_at, "    env = dict(zip(VARS, row))")
+    if bound:
+        head[0] = "def bind(reader):"
+        head += [f"    {local} = reader.{how}({name!r}{'' if at is None else f', {at}'})"
+                 for (how, name, at), local in s.accessors.items()]
+        return "\n".join(head + ["    def row_value(row):"] + ["    " + line for line in s.lines]
+                         + ["    return row_value"]), s.consts
     return "\n".join(head + s.lines), s.consts
 
 
@@ -309,6 +334,18 @@ def compile_row(form: Any, present: Callable[[Any, tuple, Reader], bool]) -> Row
                                 "items": items, "divide": divide, "value": value, "holds": holds, **consts}
     exec(compile(src, f"<view {form.name}>", "exec"), scope)  # noqa: S102 - our own generated source
     return scope["row_value"]  # type: ignore[return-value]
+
+
+def compile_bound(form: Any, present: Callable[[Any, tuple, Reader], bool]) -> Callable[[Reader], Callable]:
+    """``bind(reader) -> row_value(row)``: :func:`compile_row` with each map's accessor (a ``get``, a ``COUNT``
+    of a slice, a slice's fold) taken from the reader once, not looked up by map name per read: what
+    ``changes()`` runs over a batch's rows after it (:func:`.viewchanges.general_changes`).  Same results as
+    :func:`compile_row` through the same reader (``tests/m3/test_viewcode.py``)."""
+    src, consts = row_source(form, bound=True)
+    scope: dict[str, object] = {"ZERO": form.zero, "VARS": form.vars, "FORM": form, "present": present,
+                                "items": items, "divide": divide, "value": value, "holds": holds, **consts}
+    exec(compile(src, f"<view {form.name}, bound>", "exec"), scope)  # noqa: S102 - our own generated source
+    return scope["bind"]  # type: ignore[return-value]
 
 
 def count_reads(form: Any) -> dict[str, int]:

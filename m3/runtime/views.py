@@ -64,7 +64,7 @@ from ..viewnodes import Arith, Fold, Total
 from ..over import Over, lifts
 from .evaluate import Entries, Reader, holds, items, value
 from .exprtypes import expr_type
-from .viewcode import compile_row
+from .viewcode import compile_bound, compile_row
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,12 @@ class ViewForm:
     def evaluate(self):
         """:func:`row_value` compiled for this view (:mod:`.viewcode`), made at its first row."""
         return compile_row(self, present)
+
+    @cached_property
+    def bind(self):
+        """``bind(reader) -> row_value(row)``: :attr:`evaluate` with the maps' accessors taken from the reader
+        once (:func:`.viewcode.compile_bound`), for a batch's rows through one reader."""
+        return compile_bound(self, present)
 
     @property
     def zero(self):
@@ -366,6 +372,11 @@ def same(a, b) -> bool:
     >>> same(float("nan"), float("nan")), same((1, 2.0), (1, 2)), same(0, 1)
     (True, True, False)
     """
-    if isinstance(a, tuple):
-        return isinstance(b, tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, tuple):  # (a value's columns compared in one loop, NaN looked for only where unequal)
+        if not isinstance(b, tuple) or len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if x != y and not same(x, y):
+                return False
+        return True
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))

@@ -128,11 +128,22 @@ def test_a_changed_row_is_evaluated_once_where_the_memo_has_it(backend, monkeypa
             return evaluate(row, reader)
         return run
 
+    def counting_bound(form):  # ViewForm.bind (the rows after the batch, through one reader): each row counted
+        evaluate = compiled.setdefault(id(form), views.compile_row(form, views.present))
+
+        def bind(reader):
+            def run(row):
+                counted["n"] += 1
+                return evaluate(row, reader)
+            return run
+        return bind
+
     for cls, per_row in ((Runtime, 1), (Unmemoized, 2)):
         rt = cls(program, backend=backend)
         rt.apply_batch([("bid", 1, (1, 1, 1, 0)), ("bid", 1, (2, 2, 7, 1))])
         rt.changes()
         monkeypatch.setattr(views.ViewForm, "evaluate", property(counting))
+        monkeypatch.setattr(views.ViewForm, "bind", property(counting_bound))
         counted["n"] = 0
         rt.apply_batch([("bid", 1, (3, 3, 2, 0)), ("bid", -1, (2, 2, 7, 1))])  # channel 0 changes, 1 empties
         assert len(rt.changes()["Q1"]) == 2

@@ -9,7 +9,9 @@ delete batches on the Python backend; after each, every row any batch so far nam
 included) is evaluated both ways, through the store's reader and through a plain ``Reader`` of ``get`` and
 ``entries``, and the two must be equal (NaN equal to NaN).  The reader of the maps before a batch
 (``OldReader``) is exercised by ``changes()`` where a test rebuilds a view from them (the modules that call
-``changes_rebuild_view``, and the lifted and suite-shape modules' ``changes()`` tests).
+``changes_rebuild_view``, and the lifted and suite-shape modules' ``changes()`` tests).  The bound form
+(``ViewForm.bind``: each map's accessor taken from the reader once, what ``changes()`` runs after a batch) is
+compared with the interpreter through both readers too.
 """
 
 from __future__ import annotations
@@ -51,10 +53,13 @@ def _compare(rt: Runtime, forms: list, rows: dict) -> None:
     readers = [current_reader(store), Reader(store.get, store.match)]  # the second answers ``has`` by listing
     for form in forms:
         rows[form.name].update(dict.fromkeys(candidate_rows(form, store.match)))
-        for row in rows[form.name]:
-            for reader in readers:
+        for reader in readers:
+            bound = form.bind(reader)  # the accessors taken once per reader, as changes() runs it
+            for row in rows[form.name]:
                 got, want = row_value(form, row, reader), interpreted_row_value(form, row, reader)
                 assert got[0] == want[0] and same(got[1], want[1]), (form.name, row, got, want)
+                got = bound(row)
+                assert got[0] == want[0] and same(got[1], want[1]), (form.name, row, "bound", got, want)
 
 
 def _run(sql: str, batches) -> None:

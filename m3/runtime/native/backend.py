@@ -28,11 +28,12 @@ from .cgen import Module, generate
 from .codes import Codec, Dates, DayNumbers, Interner, packed
 from .computed import distinct_arguments, spread
 from .crt_api import CDEF
+from .crt_slices import SLICES_CDEF
 from .overflow import IntOverflow
 
 RT_OVERFLOW = -3  # rt_trigger's result when an INT sum or product outgrew 64 bits (crt)
 ffi = FFI()
-ffi.cdef(CDEF)
+ffi.cdef(CDEF + SLICES_CDEF)
 # The C types the batch calls name, parsed now: cffi parses a type string the first time it is used (some
 # milliseconds with pycparser), which would otherwise fall on a node's first batch.
 for _type in ("void *[]", "int[]", "int64_t *", "int64_t[]"):

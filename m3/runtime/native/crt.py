@@ -41,6 +41,7 @@ syncs (capped: past the cap the map is marked for a full reload instead).
 
 from .crt_api import API
 from .crt_queue import QUEUE
+from .crt_slices import SLICES
 from .crt_values import VALUES
 
 _TYPES = r"""
@@ -350,4 +351,4 @@ static void map_empty(map_t *m) {
 }
 """
 
-SOURCE = _TYPES + VALUES + _MAPS + QUEUE + API
+SOURCE = _TYPES + VALUES + _MAPS + QUEUE + API + SLICES

@@ -128,7 +128,8 @@ def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[s
     for name, at in counted.items():  # a counted map's journal: one key per slice whose count changed
         keys, deltas = moved[name] = slice_changes(native, name, at)
         stored = [k[0] for k in keys] if store.arity[name] == 1 else keys
-        journals[name] = [x for k in stored for x in (k, 0)]
+        j = journals[name] = [0] * (2 * len(stored))
+        j[::2] = stored
     if counted:
         counts.advance(moved, version, native.dump)
     for name in (set(names) | kept) - set(counted):

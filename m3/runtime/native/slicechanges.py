@@ -9,7 +9,8 @@ per row; here the batch's distinct written keys with their values before
 and now (``rt_last_distinct``, one C call) are masked to the transitions,
 grouped by their codes at the bound positions (``numpy.unique``) and summed
 (``bincount``), and only one key per slice whose count changed is decoded:
-per batch O(the transitions) in numpy and O(the changed slices) in Python.
+per batch O(the transitions) in numpy and O(the changed slices) in Python.  Since branch ``nx16`` the
+grouping is one hash pass in C (:mod:`.crt_slices`); the numpy reading is its reference and fallback.
 """
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ from .backend import NativeMaps, ffi
 
 
 def slice_changes(native: NativeMaps, name: str, at: int) -> tuple[list[tuple], list[int]]:
+    """:func:`slice_changes_numpy`'s answer found in C by one hash pass (``rt_slice_changes``,
+    :mod:`.crt_slices`): only the slices whose count changed leave C, one key each, decoded."""
+    m, arity = native.map_no[name], native.arity[name]
+    lib = native.lib
+    cap = lib.rt_last(native.rt, m, ffi.NULL) // (arity + 1)
+    if not cap:
+        return [], []
+    keys, deltas = array("q", bytes(8 * cap * arity)), array("q", bytes(8 * cap))
+    n = lib.rt_slice_changes(native.rt, m, at, cap, ffi.from_buffer("int64_t[]", keys),
+                             ffi.from_buffer("int64_t[]", deltas))
+    if n == -2:  # (more key columns than the C pass takes)
+        return slice_changes_numpy(native, name, at)
+    if n < 0:
+        raise MemoryError("rt_slice_changes")
+    return native.codec.decode_keys(name, keys[:n * arity], n), deltas[:n].tolist()
+
+
+def slice_changes_numpy(native: NativeMaps, name: str, at: int) -> tuple[list[tuple], list[int]]:
     """The slices (bound at every key position but ``at``) of map ``name`` whose count of non-zero entries the
     last committed batch changed, each as one key of it that the batch wrote (key tuple, decoded), in the order
     first written, with the change of its count; none for a slice whose entries came and went in equal
