@@ -105,7 +105,11 @@ class WindowedM3Operator(M3Operator):
         return self._close(now)
 
     def _hold(self, port: int, rows, now: float, producer: str) -> Emitted:
-        """A batch on a ``SESSION`` port: its rows held in their sessions, then the sessions it closes emitted."""
+        """A batch on a ``SESSION`` port: its rows held in their sessions, then the sessions it closes emitted.
+        (The STRING columns nothing reads are blanked first: held rows would otherwise keep, and make Python
+        strings of, values no view reads, as a TUMBLE's copies per window would.)"""
+        if isinstance(rows, Columns):
+            rows = m3columns.blank_unread(rows, self.plan.ports[port], self._blank[port])
         if isinstance(rows, Columns) and rows.weights is None:
             held = self.sessions.admit_columns(port, rows, self.windows.closed)
             if held is not None:
