@@ -35,7 +35,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_KEEP = 16  # encodings remembered per thread: a batch's string arguments and results, at most
+_KEEP = 8  # encodings remembered per thread: a batch's string functions' arguments and results, at most
 
 
 def _identity(values: pa.Array) -> tuple:
@@ -64,12 +64,11 @@ _ENCODINGS = Encodings()
 
 def encoded(values: pa.Array) -> pa.DictionaryArray:
     """``pc.dictionary_encode(values)``, or an encoding of the same rows remembered for them (its dictionary may
-    repeat a value: a function's values over distinct arguments; a null row's index is null either way)."""
+    repeat a value: a function's values over distinct arguments; a null row's index is null either way).  What
+    is encoded here is not remembered: only :func:`per_distinct`'s arguments and results are (a box's every
+    STRING column kept alive, q7's ``extra`` among them, would hold batches' worth of memory for nothing)."""
     got = _ENCODINGS.find(values)
-    if got is None:
-        got = pc.dictionary_encode(values)
-        _ENCODINGS.remember(values, got)
-    return got
+    return pc.dictionary_encode(values) if got is None else got
 
 
 def per_distinct(values: pa.Array | pa.Scalar, kernel: Callable[[pa.Array], pa.Array]) -> pa.Array | pa.Scalar:
@@ -85,7 +84,10 @@ def per_distinct(values: pa.Array | pa.Scalar, kernel: Callable[[pa.Array], pa.A
     """
     if not isinstance(values, pa.Array) or len(values) < 64:
         return kernel(values)
-    encoding = encoded(values)
+    encoding = _ENCODINGS.find(values)
+    if encoding is None:
+        encoding = pc.dictionary_encode(values)
+        _ENCODINGS.remember(values, encoding)
     if 2 * len(encoding.dictionary) > len(values):
         return kernel(values)
     mapped = kernel(encoding.dictionary)
