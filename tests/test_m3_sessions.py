@@ -246,3 +246,22 @@ def test_a_held_rows_unread_strings_are_not_kept():
     got["columns"] += emitted_rows(by_columns.end_of_input(1.0))
     got["rows"] += emitted_rows(by_rows.end_of_input(1.0))
     assert sorted(got["columns"]) == sorted(got["rows"]) == [(1, 0, 18, 2), (1, 30, 40, 1), (2, 3, 13, 1)]
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_string_partition_column_no_view_reads_is_not_blanked(backend):
+    """A SESSION partitioned by a STRING column that no view reads (the box cuts the sessions itself, the program
+    never sees the column) keeps it: fed as columns, "a", "b" and "c" are separate sessions, as fed as rows."""
+    text = ("CREATE STREAM Bid(bidder INT, url STRING, ts INT);\n"
+            "SELECT window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE Bid PARTITION BY "
+            "url, DESCRIPTOR(ts), 10)) GROUP BY window_start, window_end")
+    bid = Schema("BidTuple", (Field("bidder", FieldType.INT), Field("url", FieldType.STRING),
+                              Field("ts", FieldType.LONG)))
+    box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text), ("backend", backend)))
+    rows = [(1, "a", 0), (2, "b", 5), (1, "a", 12), (1, "c", 30)]
+    got = {}
+    for form in ("columns", "rows"):
+        op = DEFAULT_REGISTRY.build(box, [bid], infer_m3(box, [bid]))
+        batch = from_rows(rows, bid) if form == "columns" else rows
+        got[form] = emitted_rows(op.process_from(0, batch, 0.0, ("Bid", "p", 1))) + emitted_rows(op.end_of_input(1.0))
+    assert sorted(got["columns"]) == sorted(got["rows"]) == [(0, 10, 1), (5, 15, 1), (12, 22, 1), (30, 40, 1)]

@@ -28,8 +28,6 @@ def python_values(column: pa.Array) -> list[Any]:
     kind = column.type
     if column.null_count or not len(column):
         return column.to_pylist()
-    if pa.types.is_integer(kind):
-        return column.to_numpy(zero_copy_only=False).tolist()
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+    if pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return column.to_numpy(zero_copy_only=False).tolist()
     return column.to_pylist()

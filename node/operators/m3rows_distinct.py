@@ -1,5 +1,6 @@
 """A batch's string values made distinct once: a costly string function per distinct value, and the encodings
-that say which row holds which, remembered while the batch is worked on.
+that say which row holds which, remembered for the last few arrays shown (per thread: each held array,
+and the frame it was read from, stays alive until it is evicted).
 
 Why a module of its own: one stateless view can call several functions of
 one column (Nexmark's q22: ``SPLIT_INDEX(url, '/', 3)``, ``.., 4)``,
