@@ -226,3 +226,42 @@ def test_a_float_event_times_session_bounds_are_rounded_outward():
     op = DEFAULT_REGISTRY.build(box, [bid], infer_m3(box, [bid]))
     op.process_from(0, [(1, 1, 0.5), (1, 1, 9.75)], 0.0, ("Bid", "p", 1))
     assert emitted_rows(op.end_of_input(1.0)) == [(1, 0, 20, 2)]  # [0.5, 19.75)
+
+
+def test_a_held_rows_unread_strings_are_not_kept():
+    """A batch of columns is held with its STRING columns no view reads blanked (as a TUMBLE's copies are): the
+    snapshot carries no URL, and the sessions' counts are those of the same rows fed as rows."""
+    text = ("CREATE STREAM Bid(bidder INT, url STRING, ts INT);\n"
+            "SELECT bidder, window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE Bid PARTITION BY "
+            "bidder, DESCRIPTOR(ts), 10)) GROUP BY bidder, window_start, window_end")
+    bid = Schema("BidTuple", (Field("bidder", FieldType.INT), Field("url", FieldType.STRING),
+                              Field("ts", FieldType.LONG)))
+    box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text),))
+    rows = [(1, "http://a/x", 0), (2, "http://b/y", 3), (1, "http://a/z", 8), (1, "http://c/w", 30)]
+    by_columns, by_rows = (DEFAULT_REGISTRY.build(box, [bid], infer_m3(box, [bid])) for _ in range(2))
+    got = {"columns": emitted_rows(by_columns.process_from(0, from_rows(rows, bid), 0.0, ("Bid", "p", 1))),
+           "rows": emitted_rows(by_rows.process_from(0, rows, 0.0, ("Bid", "p", 1)))}
+    held = msgspec.json.encode(by_columns.state()["sessions"])  # (the session still open: bidder 1's at 30)
+    assert b"http" not in held and b"http" in msgspec.json.encode(by_rows.state()["sessions"])
+    got["columns"] += emitted_rows(by_columns.end_of_input(1.0))
+    got["rows"] += emitted_rows(by_rows.end_of_input(1.0))
+    assert sorted(got["columns"]) == sorted(got["rows"]) == [(1, 0, 18, 2), (1, 30, 40, 1), (2, 3, 13, 1)]
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_string_partition_column_no_view_reads_is_not_blanked(backend):
+    """A SESSION partitioned by a STRING column that no view reads (the box cuts the sessions itself, the program
+    never sees the column) keeps it: fed as columns, "a", "b" and "c" are separate sessions, as fed as rows."""
+    text = ("CREATE STREAM Bid(bidder INT, url STRING, ts INT);\n"
+            "SELECT window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE Bid PARTITION BY "
+            "url, DESCRIPTOR(ts), 10)) GROUP BY window_start, window_end")
+    bid = Schema("BidTuple", (Field("bidder", FieldType.INT), Field("url", FieldType.STRING),
+                              Field("ts", FieldType.LONG)))
+    box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text), ("backend", backend)))
+    rows = [(1, "a", 0), (2, "b", 5), (1, "a", 12), (1, "c", 30)]
+    got = {}
+    for form in ("columns", "rows"):
+        op = DEFAULT_REGISTRY.build(box, [bid], infer_m3(box, [bid]))
+        batch = from_rows(rows, bid) if form == "columns" else rows
+        got[form] = emitted_rows(op.process_from(0, batch, 0.0, ("Bid", "p", 1))) + emitted_rows(op.end_of_input(1.0))
+    assert sorted(got["columns"]) == sorted(got["rows"]) == [(0, 10, 1), (5, 15, 1), (12, 22, 1), (30, 40, 1)]

@@ -46,13 +46,14 @@ ROW_PATH = {  # kept on the row path (not translated here)
 PIECES = ("&", "channel_id=", "x", "7", "/", "apple", "Google", "É", "\n", "=")
 
 
-def operator(sql: str, columns: bool, nullable: bool = False):
+def operator(sql: str, columns: bool, nullable: bool = False, backend: str = "auto"):
     """The box reading stream R(k int, x double, s string) with ``sql``, on columns or on its row path."""
     null = ' nullable="true"' if nullable else ""
     app = (f'<borealis><input stream="R" schema="RT"/><schema name="RT"><field name="k" type="int"{null}/>'
            f'<field name="x" type="double"/><field name="s" type="string" size="40"/></schema>'
            f'<box name="b" type="m3"><in stream="R"/><out stream="O"/><parameter name="sql"><![CDATA['
-           f'CREATE STREAM R(k INT{" NULL" if nullable else ""}, x DOUBLE, s VARCHAR);\n{sql}]]></parameter></box></borealis>')
+           f'CREATE STREAM R(k INT{" NULL" if nullable else ""}, x DOUBLE, s VARCHAR);\n{sql}]]></parameter>'
+           f'<parameter name="backend">{backend}</parameter></box></borealis>')
     made = plan_submission(Catalog(), [read_document(app, "rows.xml")], TYPES)
     assert made.ok, made.problems
     schemas = stream_schemas(made.catalog, TYPES)
@@ -185,3 +186,21 @@ def test_shapes_whose_columns_could_differ_keep_the_row_path(sql):
     rows = [(1, 1e16, "x7"), (2, 0.5, "aa"), (3, 2.0, "d]/a")]
     batch = batch_of(rows, [1, 1, 1])
     assert emitted(fast, batch) == emitted(slow, batch)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pool=st.lists(st.lists(st.sampled_from(PIECES), max_size=6).map("".join), min_size=1, max_size=20),
+       picks=st.lists(st.tuples(st.integers(0, 19), st.integers(0, 9)), min_size=64, max_size=200))
+def test_several_functions_of_one_column_share_its_encoding(backend, pool, picks):
+    """Three ``SPLIT_INDEX`` of one column, the column itself and a WHERE that drops some rows: the column is made
+    distinct once per batch and each result's encoding is reused to intern it (node/operators/m3rows_distinct.py),
+    two batches in a row (the second's encodings are not the first's): as the row path computes them."""
+    sql = ("SELECT k, s, SPLIT_INDEX(s, '/', 1) AS d1, SPLIT_INDEX(s, '/', 2) AS d2, SPLIT_INDEX(s, '/', 3) AS d3 "
+           "FROM R WHERE k > 2")
+    fast, slow = operator(sql, True, backend=backend), operator(sql, False, backend=backend)
+    assert fast.rows is not None
+    for shift in (0, 1):
+        batch = batch_of([(k, 1.0, pool[(p + shift) % len(pool)]) for p, k in picks], None)
+        assert emitted(fast, batch) == emitted(slow, batch)
+        assert fast.runtime.view("Q1") == slow.runtime.view("Q1")

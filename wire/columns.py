@@ -62,6 +62,7 @@ from . import array_columns
 from .array_columns import ARROW_TYPES, arrow_type, holds_single, not_a, wrong_lengths
 from .column_limits import cast, refused_nulls, too_long
 from .prepared import bin_header
+from .pyvalues import python_values
 from .row_errors import RowError, SchemaMismatch
 
 
@@ -138,7 +139,7 @@ class Columns:
     def rows(self) -> list[tuple]:
         """The batch as rows (tuples in field order), as every row operator takes them (without weights)."""
         if self._rows is None:
-            columns = [c.to_pylist() for c in self.batch.columns]
+            columns = [python_values(c) for c in self.batch.columns]
             self._rows = list(zip(*columns)) if columns else [() for _ in range(self.batch.num_rows)]
         return self._rows
 

@@ -53,6 +53,8 @@ from boreas.m3.boxtype import PortPlan
 from boreas.m3.nullable import indicator
 from boreas.wire.columns import Columns
 
+from . import m3rows_distinct
+
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
 
@@ -180,7 +182,7 @@ def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids, unread: 
             ids = string_ids([""])
             out.append([""] * len(column) if ids is None else _view(np.full(len(column), ids[0], np.int64), "q"))
         elif kind == "STRING":
-            encoded = pc.dictionary_encode(column)
+            encoded = m3rows_distinct.encoded(column)  # (a string function's result: remembered, not made again)
             ids = string_ids(encoded.dictionary.to_pylist())
             if ids is None:
                 out.append(column.to_pylist())

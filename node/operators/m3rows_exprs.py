@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 from sqlglot import expressions as exp
 
 from .arrow_nodes import ARROW_ERRORS, Fallback, Unsupported
+from .m3rows_distinct import per_distinct
 from .m3rows_regex import RE2Pattern
 
 Run = Callable[[pa.RecordBatch], pa.Array | pa.Scalar]
@@ -293,24 +294,6 @@ def _case_map(node: exp.Expression, columns: Columns) -> Translated:
 
 
 _SPLIT_MOST = 16  # the largest SPLIT_INDEX part taken on columns
-
-
-def per_distinct(values: pa.Array | pa.Scalar, kernel: Callable[[pa.Array], pa.Array]) -> pa.Array | pa.Scalar:
-    """``kernel`` (a string function that costs more than a hash of the value: a split, a regular expression) of
-    a column computed once per distinct value and taken back to the rows, where the values repeat (at least twice
-    each on average: Nexmark's bids carry about 9,500 URLs in 60,000 rows); else of the column as it is.  (Not
-    under ``LOWER``/``UPPER``: one pass over the bytes costs less than making the values distinct.)  Exact: a row
-    gets the kernel's value of its own value (a null's index is null, and so is its result).
-
-    >>> per_distinct(pa.array(["a/b", "c", "a/b", None, "a/b", "c"]), pc.utf8_upper).to_pylist()
-    ['A/B', 'C', 'A/B', None, 'A/B', 'C']
-    """
-    if not isinstance(values, pa.Array) or len(values) < 64:
-        return kernel(values)
-    encoded = pc.dictionary_encode(values)
-    if 2 * len(encoded.dictionary) > len(values):
-        return kernel(values)
-    return kernel(encoded.dictionary).take(encoded.indices)
 
 
 def _split_index(node: exp.Anonymous, columns: Columns) -> Translated:

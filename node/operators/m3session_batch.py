@@ -9,7 +9,8 @@ that each join the key's open sessions exactly as their rows would one by
 one (a run's ``[first, last + gap)`` meets the same open sessions as the
 union of its rows' ``[t, t + gap)``).  :func:`runs` finds the runs with a sort
 of the batch's columns; :meth:`~.m3sessions.SessionPort.take_runs` adds each
-run once.  Within a run the rows keep the order they came in.
+run once, the batch's rows made in run order (one Arrow ``take``), so each
+run is a slice of them.  Within a run the rows keep the order they came in.
 
 What is not done here, but row by row as before: a batch with a null event
 time or with a row before the closed frontier (whether it is late depends

@@ -34,6 +34,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from boreas.m3.compiler.sessionfn import Session
 from boreas.wire.columns import Columns
 
@@ -156,13 +158,13 @@ class SessionPort:
             self.expect(end, key)
         return kept, late, newest
 
-    def take_runs(self, rows: list[tuple], cut: Runs) -> None:
-        """Add a batch's rows (none late: :func:`~.m3session_batch.runs` said so) to their keys' open sessions a
-        run at a time."""
+    def take_runs(self, ordered: list[tuple], cut: Runs) -> None:
+        """Add a batch's rows (none late: :func:`~.m3session_batch.runs` said so), given in ``cut.order`` (run
+        after run: each run a slice), to their keys' open sessions a run at a time."""
         keys, gap, due, partition = self.keys, self.session.gap, {}, self.partition
-        order, bounds = cut.order.tolist(), cut.bounds.tolist()
+        bounds = cut.bounds.tolist()
         for i, (low, high) in enumerate(zip(cut.low.tolist(), cut.high.tolist())):
-            held = [rows[j] for j in order[bounds[i]:bounds[i + 1]]]
+            held = ordered[bounds[i]:bounds[i + 1]]
             first = held[0]
             key = tuple([first[c] for c in partition])
             sessions = keys.get(key)
@@ -201,7 +203,8 @@ class SessionBuffer:
         cut = runs(columns.batch, sp.time, sp.partition, sp.session.gap, closed)
         if cut is None:
             return None
-        sp.take_runs(columns.rows(), cut)
+        # the rows made in run order (one Arrow take), so that each run is a slice of them, not a gather
+        sp.take_runs(Columns(columns.batch.take(pa.array(cut.order))).rows(), cut)
         return 0, cut.newest
 
     def close(self, frontier: float) -> dict[int, list[tuple]]:

@@ -66,8 +66,10 @@ class WindowedM3Operator(M3Operator):
         if sessions and len(sessions) != len(ports):
             raise self.error("reads one stream through SESSION and another through TUMBLE or HOP; a box reads "
                              "through sessions or through fixed windows (use one box for each)")
-        # per port the STRING columns nothing reads, blanked before a batch is copied per window (.m3columns)
-        self._blank = {port: m3columns.unread_strings(self.plan.program, self.plan.ports[port]) for port in ports}
+        # per port the STRING columns nothing reads, blanked before a batch is copied per window (.m3columns);
+        # a SESSION's partition columns are read by this box itself (the program never sees them), so kept
+        self._blank = {port: m3columns.unread_strings(self.plan.program, self.plan.ports[port])
+                       - frozenset(sessions[port].partition if port in sessions else ()) for port in ports}
         self.windows = Windows(ports, logged=LateLog(box.name, kind="m3", allowance="its stream's watermark delay"))
         self.sessions = SessionBuffer(sessions)
         self.closing = Closing.of(self.plan, self.error)
@@ -105,7 +107,11 @@ class WindowedM3Operator(M3Operator):
         return self._close(now)
 
     def _hold(self, port: int, rows, now: float, producer: str) -> Emitted:
-        """A batch on a ``SESSION`` port: its rows held in their sessions, then the sessions it closes emitted."""
+        """A batch on a ``SESSION`` port: its rows held in their sessions, then the sessions it closes emitted.
+        (The STRING columns nothing reads are blanked first: held rows would otherwise keep, and make Python
+        strings of, values no view reads, as a TUMBLE's copies per window would.)"""
+        if isinstance(rows, Columns):
+            rows = m3columns.blank_unread(rows, self.plan.ports[port], self._blank[port])
         if isinstance(rows, Columns) and rows.weights is None:
             held = self.sessions.admit_columns(port, rows, self.windows.closed)
             if held is not None:
