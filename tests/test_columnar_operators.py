@@ -24,6 +24,7 @@ from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.node.operators.filter import FilterOperator
 from boreas.node.operators.map import MapOperator
+from boreas.node.operators.size_choice import COLUMNS_FROM, RECHECK, TRIALS, SizeChoice
 from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
@@ -80,14 +81,20 @@ def build(type_: str, params: dict[str, str], schema: Schema = R, outs: int = 1)
 
 
 def check(op, columns: Columns) -> list:
-    """The operator fed ``columns`` emits exactly the rows it emits fed ``columns.rows()``; its output."""
-    got = op.process(0, columns, 0.0)
+    """The operator fed ``columns`` emits exactly the rows it emits fed ``columns.rows()``, whichever path takes
+    the batch (its columns, or its row code as a small batch is taken: :mod:`~boreas.node.operators.size_choice`);
+    its output on columns."""
     want = op.process(0, columns.rows(), 0.0)
-    assert normal(got) == normal(want)
-    for port, out in got:
-        if isinstance(out, Columns):
-            assert out.batch.schema.equals(arrow_schema(op.outputs[port]))
-    return got
+    outputs = []
+    for on_rows in (True, False):  # (the row code first: the columns' run must not lean on rows it made)
+        op.sizes = SizeChoice.fixed(on_rows)
+        got = op.process(0, Columns(columns.batch, weights=columns.weights), 0.0)
+        assert normal(got) == normal(want)
+        for port, out in got:
+            if isinstance(out, Columns):
+                assert out.batch.schema.equals(arrow_schema(op.outputs[port]))
+        outputs.append(got)
+    return outputs[-1]
 
 
 # -- filter --------------------------------------------------------------------------------
@@ -208,6 +215,64 @@ def test_a_zero_divisor_makes_that_rows_field_none_and_the_batch_stays_columns()
     op = build("map", {"expression.0": "sensor / time", "output-field-name.0": "q"}, READING)
     [(port, out)] = op.process(0, columns, 0.0)
     assert isinstance(out, Columns) and out.rows() == [(None,), (2.0,)]  # a failing field is None, in its row
+
+
+# -- a batch's size picks its path -------------------------------------------------------
+
+
+def weighed(emitted) -> list:
+    """Each port's rows with their weights (1 each for a plain batch)."""
+    return [(port, list(zip(as_rows(out), out.weight_list() if isinstance(out, Columns) else [1] * len(out))))
+            for port, out in emitted]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns=batches(), weights=st.lists(st.sampled_from([1, -1, 2, -3]), min_size=25, max_size=25),
+       box=st.sampled_from([("filter", {"expression.0": "i * 2 + l < 100", "expression.1": "d > 0.0",
+                                        "pass-on-false-port": "1"}),
+                            ("map", {"expression.0": "l * l", "output-field-name.0": "sq",
+                                     "expression.1": "concat(s, d)", "output-field-name.1": "t"})]))
+def test_a_changelog_batch_keeps_its_weights_on_either_path(columns, weights, box):
+    """A changelog batch taken by the row code (a small one) emits the rows and weights the columns emit."""
+    type_, params = box
+    op = build(type_, params, outs=3 if type_ == "filter" else 1)
+    changes = Columns(columns.batch, weights=pa.array(weights[:len(columns)], pa.int64()))
+    op.sizes = SizeChoice.fixed(True)
+    on_rows = op.process(0, changes, 0.0)
+    op.sizes = SizeChoice.fixed(False)
+    on_columns = op.process(0, Columns(changes.batch, weights=changes.weights), 0.0)
+    assert weighed(on_rows) == weighed(on_columns)
+    assert all(isinstance(out, Columns) and out.weights is not None for _, out in on_rows + on_columns)
+
+
+def test_small_batches_go_the_row_code_once_it_costs_less_and_large_ones_the_columns():
+    """The box as built: after its trials, the path measured cheaper for a size takes that size's batches;
+    either way a subscriber sees the same rows."""
+    op = build("filter", {"expression.0": "d > 0.0"})
+    rows = [(0, 1, 2, float(k) - 5.0, 0.0, "", "") for k in range(10)]
+    small = Columns(pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*rows), arrow_schema(R))],
+                                               schema=arrow_schema(R)))
+    for k in range(2 * TRIALS):  # the trials: columns, rows, columns, ... -- costs told, not timed (no clock here)
+        on_rows, timed = op.sizes.on_rows(len(small))
+        assert timed and on_rows == (k % 2 == 1)
+        op.sizes.record(len(small), on_rows, 1e-6 if on_rows else 50e-6)
+    [(port, out)] = op.process(0, small, 0.0)
+    assert not isinstance(out, Columns) and out == [r for r in rows if r[3] > 0.0]
+    large = Columns(pa.Table.from_batches([small.batch] * (COLUMNS_FROM // 10 + 1)).combine_chunks().to_batches()[0])
+    [(port, out)] = op.process(0, large, 0.0)
+    assert isinstance(out, Columns) and out.rows() == [r for r in large.rows() if r[3] > 0.0]
+
+
+def test_the_choice_follows_the_costs_and_looks_again():
+    choice = SizeChoice()
+    for _ in range(TRIALS):
+        choice.record(100, True, 300e-6)
+        choice.record(100, False, 100e-6)
+    assert [choice.on_rows(100)[0] for _ in range(RECHECK - 1)] == [False] * (RECHECK - 1)
+    assert choice.on_rows(100) == (True, True)  # a recheck of the other path, timed
+    choice.record(100, True, 10e-6)  # the machine changed: rows now cost less
+    assert choice.on_rows(100)[0] is True
+    assert choice.on_rows(20)[1] and choice.on_rows(COLUMNS_FROM) == (False, False)  # another bucket: its trials
 
 
 # -- union ---------------------------------------------------------------------------------
