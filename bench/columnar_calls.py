@@ -53,9 +53,9 @@ def per_batch(run, feed: list, rounds: int) -> float:
     return best / rounds * 1e6
 
 
-def project(batch: pa.RecordBatch) -> pa.Table:
+def project(columns: Columns) -> pa.Table:
     plan = acero.Declaration.from_sequence([
-        acero.Declaration("table_source", acero.TableSourceNodeOptions(pa.Table.from_batches([batch]))),
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(pa.Table.from_batches([columns.batch]))),
         acero.Declaration("project", acero.ProjectNodeOptions(
             [pc.field("sensor"), pc.field("time"), FAHRENHEIT], ["sensor", "time", "fahrenheit"]))])
     return plan.to_table(use_threads=False)

@@ -7,9 +7,8 @@ at moderate rates, where each ``pyarrow.compute`` call's fixed cost (a few
 ``celsius * 9.0 / 5.0 + 32.0``) -- and a filter and a map with more
 operations (``--wide``) -- batches of ``--batch`` rows three ways:
 
-* **as built**: a fresh ``Columns`` per batch, the box as built (the path
-  it measures cheaper for that size, :mod:`boreas.node.operators.size_choice`;
-  its trials counted in);
+* **as built**: a fresh ``Columns`` per batch, the box as built (below its
+  cut-over the row code, :mod:`boreas.node.operators.size_choice`);
 * **columns**: the same, every batch on columns (``SizeChoice.fixed(False)``;
   what a tree without the size choice does: "as built" there);
 * **row code**: the same, every batch by the row code, rows out

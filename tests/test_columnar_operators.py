@@ -24,7 +24,7 @@ from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.node.operators.filter import FilterOperator
 from boreas.node.operators.map import MapOperator
-from boreas.node.operators.size_choice import COLUMNS_FROM, RECHECK, TRIALS, SizeChoice
+from boreas.node.operators.size_choice import LOWEST, PER_OPERATION, SizeChoice
 from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
@@ -205,6 +205,7 @@ def test_a_batch_that_passes_whole_goes_on_as_it_came():
         [pa.array([1, 2], pa.int32()), pa.array([0, 0], pa.int32()), pa.array([1.0, 2.0])],
         schema=arrow_schema(READING)), ipc=b"the bytes it came with")
     op = build("filter", {"expression.0": "celsius > 0.0"}, READING)
+    op.sizes = SizeChoice.fixed(False)  # (on columns: a batch this small goes the row code as built)
     assert op.process(0, columns, 0.0) == [(0, columns)]
 
 
@@ -213,6 +214,7 @@ def test_a_zero_divisor_makes_that_rows_field_none_and_the_batch_stays_columns()
         [pa.array([1, 2], pa.int32()), pa.array([0, 1], pa.int32()), pa.array([1.0, 2.0])],
         schema=arrow_schema(READING)))
     op = build("map", {"expression.0": "sensor / time", "output-field-name.0": "q"}, READING)
+    op.sizes = SizeChoice.fixed(False)  # (on columns: a batch this small goes the row code as built)
     [(port, out)] = op.process(0, columns, 0.0)
     assert isinstance(out, Columns) and out.rows() == [(None,), (2.0,)]  # a failing field is None, in its row
 
@@ -221,9 +223,9 @@ def test_a_zero_divisor_makes_that_rows_field_none_and_the_batch_stays_columns()
 
 
 def weighed(emitted) -> list:
-    """Each port's rows with their weights (1 each for a plain batch)."""
-    return [(port, list(zip(as_rows(out), out.weight_list() if isinstance(out, Columns) else [1] * len(out))))
-            for port, out in emitted]
+    """Each port's rows (of :func:`normal`'s values: a NaN equals a NaN) with their weights."""
+    return [(port, list(zip(rows, out.weight_list() if isinstance(out, Columns) else [1] * len(out))))
+            for (port, rows), (_, out) in zip(normal(emitted), emitted)]
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -245,34 +247,30 @@ def test_a_changelog_batch_keeps_its_weights_on_either_path(columns, weights, bo
     assert all(isinstance(out, Columns) and out.weights is not None for _, out in on_rows + on_columns)
 
 
-def test_small_batches_go_the_row_code_once_it_costs_less_and_large_ones_the_columns():
-    """The box as built: after its trials, the path measured cheaper for a size takes that size's batches;
-    either way a subscriber sees the same rows."""
+def test_batches_below_the_cut_over_go_the_row_code_and_larger_ones_the_columns():
+    """The box as built: a batch below its cut-over leaves as rows (the row code's), one at or above it as
+    columns; either way a subscriber sees the same rows."""
     op = build("filter", {"expression.0": "d > 0.0"})
-    rows = [(0, 1, 2, float(k) - 5.0, 0.0, "", "") for k in range(10)]
-    small = Columns(pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*rows), arrow_schema(R))],
+    cut = op.sizes.rows_below
+    rows = [(0, 1, 2, float(k) - 5.0, 0.0, "", "") for k in range(cut)]
+    whole = Columns(pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*rows), arrow_schema(R))],
                                                schema=arrow_schema(R)))
-    for k in range(2 * TRIALS):  # the trials: columns, rows, columns, ... -- costs told, not timed (no clock here)
-        on_rows, timed = op.sizes.on_rows(len(small))
-        assert timed and on_rows == (k % 2 == 1)
-        op.sizes.record(len(small), on_rows, 1e-6 if on_rows else 50e-6)
+    small = Columns(whole.batch.slice(0, cut - 1))
     [(port, out)] = op.process(0, small, 0.0)
-    assert not isinstance(out, Columns) and out == [r for r in rows if r[3] > 0.0]
-    large = Columns(pa.Table.from_batches([small.batch] * (COLUMNS_FROM // 10 + 1)).combine_chunks().to_batches()[0])
-    [(port, out)] = op.process(0, large, 0.0)
-    assert isinstance(out, Columns) and out.rows() == [r for r in large.rows() if r[3] > 0.0]
+    assert not isinstance(out, Columns) and out == [r for r in rows[:cut - 1] if r[3] > 0.0]
+    [(port, out)] = op.process(0, whole, 0.0)
+    assert isinstance(out, Columns) and out.rows() == [r for r in rows if r[3] > 0.0]
 
 
-def test_the_choice_follows_the_costs_and_looks_again():
-    choice = SizeChoice()
-    for _ in range(TRIALS):
-        choice.record(100, True, 300e-6)
-        choice.record(100, False, 100e-6)
-    assert [choice.on_rows(100)[0] for _ in range(RECHECK - 1)] == [False] * (RECHECK - 1)
-    assert choice.on_rows(100) == (True, True)  # a recheck of the other path, timed
-    choice.record(100, True, 10e-6)  # the machine changed: rows now cost less
-    assert choice.on_rows(100)[0] is True
-    assert choice.on_rows(20)[1] and choice.on_rows(COLUMNS_FROM) == (False, False)  # another bucket: its trials
+def test_the_cut_over_grows_with_the_operations_and_reads_no_clock():
+    plain = build("map", {"expression.0": "i", "output-field-name.0": "i"})
+    simple = build("filter", {"expression.0": "d > 0.0"})
+    wide = build("filter", {"expression.0": "i * 2 + l < 100 and d > -1.0 and s like 'a%'"})
+    assert plain.sizes.rows_below == LOWEST  # field references alone: no operation on columns
+    assert simple.sizes.rows_below == PER_OPERATION
+    assert wide.sizes.rows_below == 7 * PER_OPERATION  # *, +, <, >, like and two ands
+    again = build("filter", {"expression.0": "i * 2 + l < 100 and d > -1.0 and s like 'a%'"})
+    assert again.sizes == wide.sizes  # (a replay's box chooses as the first run's did)
 
 
 # -- union ---------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ translation refuses whole (:class:`~.arrow_exprs.Fallback`) goes the row code.
 
 A small Arrow batch costs the columns more than the row code: each pyarrow
 call has a fixed cost of several µs, so at 10-100 rows the row code over
-``Columns.rows()`` is cheaper, rows out as a row batch's; which path takes a
-batch of a given size is measured per box (:mod:`.size_choice`).
+``Columns.rows()`` is cheaper, rows out as a row batch's; a batch below the
+box's cut-over (:mod:`.size_choice`, from its expressions) goes that way.
 
 A changelog batch (one with weights) is filtered the same way and each row
 keeps its weight: the mask filters the weights too, and on the row path
@@ -43,7 +43,6 @@ reads (they read their fields by index).
 
 from __future__ import annotations
 
-import time
 from functools import cached_property
 
 import pyarrow as pa
@@ -68,7 +67,7 @@ class FilterOperator(Operator):
         """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two);
         ``shared``: where the code of each expression shape is kept (``SharedCode(0)``: compiled per box, as
         before shapes were shared: bench/deploy_node.py's peer); ``sizes``: which path takes an Arrow batch
-        of each size (:mod:`.size_choice`; by default measured per box)."""
+        of each size (:mod:`.size_choice`; by default the box's cut-over)."""
         super().__init__(box, inputs, outputs)
         predicates = self.indexed("expression")
         if not predicates:
@@ -83,13 +82,19 @@ class FilterOperator(Operator):
         self._predicates = predicates
         self._wants_columns = columnar
         self._targets = [arrow_schema(s) for s in outputs]
-        self.sizes = sizes if sizes is not None else SizeChoice()
+        if sizes is not None:
+            self.sizes = sizes
 
     @cached_property
     def _masks(self) -> list | None:
         """Each predicate as ``batch -> mask``, made when the first Arrow batch comes (a deployment's boxes
         mostly never see one before they move or go; 0.4 ms a box), None: the row path for every batch."""
         return _column_masks(self.inputs[0], self._predicates) if self._wants_columns else None
+
+    @cached_property
+    def sizes(self) -> SizeChoice:
+        """The box's cut-over (:mod:`.size_choice`), made when the first Arrow batch comes, as :attr:`_masks`."""
+        return SizeChoice.of(self._predicates)
 
     @property
     def columnar(self) -> bool:
@@ -99,15 +104,10 @@ class FilterOperator(Operator):
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         if isinstance(rows, Columns):
             if self._masks is not None:
-                on_rows, timed = self.sizes.on_rows(len(rows))
-                started = time.thread_time() if timed else 0.0
                 try:
-                    return self._on_rows(rows) if on_rows else self._columns(rows)
+                    return self._on_rows(rows) if self.sizes.on_rows(len(rows)) else self._columns(rows)
                 except arrow_exprs.Fallback:
                     pass
-                finally:
-                    if timed:
-                        self.sizes.record(len(rows), on_rows, time.thread_time() - started)
             return self._on_rows(rows)
         return [(i, out) for i, out in enumerate(self._batch(rows)) if out]
 

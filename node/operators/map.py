@@ -25,17 +25,15 @@ Arrow type as the row path's tuple holds it (a Python int beyond int64, a
 value out of the field's range: :class:`~.arrow_exprs.Fallback`), the batch
 is mapped by the row code above.
 
-A small Arrow batch goes the row code too when that costs the box less, rows
-out (each pyarrow call has a fixed cost of several µs: :mod:`.size_choice`
-measures which path is cheaper per batch size).
+A small Arrow batch goes the row code too, rows out: each pyarrow call has a
+fixed cost of several µs, so below the box's cut-over (:mod:`.size_choice`,
+from its expressions) the row code costs less.
 
 A changelog batch keeps its weights: out row i is in row i's image, so it
 weighs what row i weighed, on either path.
 """
 
 from __future__ import annotations
-
-import time
 
 import pyarrow as pa
 
@@ -55,7 +53,8 @@ class MapOperator(Operator):
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True,
                  sizes: SizeChoice | None = None):
         """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two);
-        ``sizes``: which path takes an Arrow batch of each size (:mod:`.size_choice`; by default measured)."""
+        ``sizes``: which path takes an Arrow batch of each size (:mod:`.size_choice`; by default the box's
+        cut-over)."""
         super().__init__(box, inputs, outputs)
         expressions = self.indexed("expression")
         names = self.indexed("output-field-name")
@@ -75,7 +74,7 @@ class MapOperator(Operator):
         self._ports = range(len(outputs))
         self._target = arrow_schema(outputs[0]) if outputs else None
         self._fields = _column_fields(inputs[0], expressions, outputs[0] if outputs else None) if columnar else None
-        self.sizes = sizes if sizes is not None else SizeChoice()
+        self.sizes = sizes if sizes is not None else SizeChoice.of(expressions)
 
     @property
     def columnar(self) -> bool:
@@ -87,20 +86,15 @@ class MapOperator(Operator):
             return []
         out: list[tuple] | Columns | None = None
         if isinstance(rows, Columns):
-            timed = False
-            if self._fields is not None:
-                on_rows, timed = self.sizes.on_rows(len(rows))
-                started = time.thread_time() if timed else 0.0
+            if self._fields is not None and not self.sizes.on_rows(len(rows)):
                 try:
-                    out = None if on_rows else rows.with_batch(self._columns(rows.batch))
+                    out = rows.with_batch(self._columns(rows.batch))
                 except arrow_exprs.Fallback:
                     pass
             if out is None:  # (a small batch, or one the columns cannot take: rows out, as a row batch's)
                 out = self._batch(rows.rows())
                 if rows.weights is not None:
                     out = weighted(out, rows.weight_list(), self.outputs[0])
-            if timed:
-                self.sizes.record(len(rows), on_rows, time.thread_time() - started)
         else:
             out = self._batch(rows)
         return [(p, out) for p in self._ports]
