@@ -111,6 +111,7 @@ ON_COLUMNS = [  # every one translates; a batch may still fall back (a zero divi
     "l + 0.5 > d", "l / 3.0 > d", "i / 0 > 1.0", "-(-90.0) < d", "d / 2 > 1.0",
     "sqrt(d) > 1.0", "d % 2.0 > 0.5", "cast(s as int) > 0", "ln(d) < 0.0", "i and d",  # (rows before)
     "concat(s, d) like '%1%'", "min(i, d) < 0",  # (rows before: tests/test_columnar_text.py)
+    "l % -1 = 0", "i % 1 = 0", "l % 1 <> 0",  # (a divisor of -1 or 1: no shortcut, -2**63 % -1 is 0)
 ]
 ON_ROWS = ["(i > 0) = 1"]
 

@@ -23,7 +23,8 @@ coalescer closes a batch where that changes, so a replay must choose as the
 first run did (docs/dataplane.md, "Adaptive batching inside the cluster").
 
 Both paths give every row exactly the same value (the property tests run
-each one against the row path), so the choice changes the cost only.
+each one against the row path); the choice changes the cost, and the form
+that leaves the box (rows, or columns with their frame's bytes).
 
 >>> SizeChoice.of(["celsius > -90.0 and celsius < 60.0"]).rows_below
 150
