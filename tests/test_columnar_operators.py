@@ -24,6 +24,7 @@ from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.node.operators.filter import FilterOperator
 from boreas.node.operators.map import MapOperator
+from boreas.node.operators.size_choice import LOWEST, PER_OPERATION, SizeChoice
 from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
@@ -80,14 +81,20 @@ def build(type_: str, params: dict[str, str], schema: Schema = R, outs: int = 1)
 
 
 def check(op, columns: Columns) -> list:
-    """The operator fed ``columns`` emits exactly the rows it emits fed ``columns.rows()``; its output."""
-    got = op.process(0, columns, 0.0)
+    """The operator fed ``columns`` emits exactly the rows it emits fed ``columns.rows()``, whichever path takes
+    the batch (its columns, or its row code as a small batch is taken: :mod:`~boreas.node.operators.size_choice`);
+    its output on columns."""
     want = op.process(0, columns.rows(), 0.0)
-    assert normal(got) == normal(want)
-    for port, out in got:
-        if isinstance(out, Columns):
-            assert out.batch.schema.equals(arrow_schema(op.outputs[port]))
-    return got
+    outputs = []
+    for on_rows in (True, False):  # (the row code first: the columns' run must not lean on rows it made)
+        op.sizes = SizeChoice.fixed(on_rows)
+        got = op.process(0, Columns(columns.batch, weights=columns.weights), 0.0)
+        assert normal(got) == normal(want)
+        for port, out in got:
+            if isinstance(out, Columns):
+                assert out.batch.schema.equals(arrow_schema(op.outputs[port]))
+        outputs.append(got)
+    return outputs[-1]
 
 
 # -- filter --------------------------------------------------------------------------------
@@ -104,6 +111,7 @@ ON_COLUMNS = [  # every one translates; a batch may still fall back (a zero divi
     "l + 0.5 > d", "l / 3.0 > d", "i / 0 > 1.0", "-(-90.0) < d", "d / 2 > 1.0",
     "sqrt(d) > 1.0", "d % 2.0 > 0.5", "cast(s as int) > 0", "ln(d) < 0.0", "i and d",  # (rows before)
     "concat(s, d) like '%1%'", "min(i, d) < 0",  # (rows before: tests/test_columnar_text.py)
+    "l % -1 = 0", "i % 1 = 0", "l % 1 <> 0",  # (a divisor of -1 or 1: no shortcut, -2**63 % -1 is 0)
 ]
 ON_ROWS = ["(i > 0) = 1"]
 
@@ -198,6 +206,7 @@ def test_a_batch_that_passes_whole_goes_on_as_it_came():
         [pa.array([1, 2], pa.int32()), pa.array([0, 0], pa.int32()), pa.array([1.0, 2.0])],
         schema=arrow_schema(READING)), ipc=b"the bytes it came with")
     op = build("filter", {"expression.0": "celsius > 0.0"}, READING)
+    op.sizes = SizeChoice.fixed(False)  # (on columns: a batch this small goes the row code as built)
     assert op.process(0, columns, 0.0) == [(0, columns)]
 
 
@@ -206,8 +215,63 @@ def test_a_zero_divisor_makes_that_rows_field_none_and_the_batch_stays_columns()
         [pa.array([1, 2], pa.int32()), pa.array([0, 1], pa.int32()), pa.array([1.0, 2.0])],
         schema=arrow_schema(READING)))
     op = build("map", {"expression.0": "sensor / time", "output-field-name.0": "q"}, READING)
+    op.sizes = SizeChoice.fixed(False)  # (on columns: a batch this small goes the row code as built)
     [(port, out)] = op.process(0, columns, 0.0)
     assert isinstance(out, Columns) and out.rows() == [(None,), (2.0,)]  # a failing field is None, in its row
+
+
+# -- a batch's size picks its path -------------------------------------------------------
+
+
+def weighed(emitted) -> list:
+    """Each port's rows (of :func:`normal`'s values: a NaN equals a NaN) with their weights."""
+    return [(port, list(zip(rows, out.weight_list() if isinstance(out, Columns) else [1] * len(out))))
+            for (port, rows), (_, out) in zip(normal(emitted), emitted)]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns=batches(), weights=st.lists(st.sampled_from([1, -1, 2, -3]), min_size=25, max_size=25),
+       box=st.sampled_from([("filter", {"expression.0": "i * 2 + l < 100", "expression.1": "d > 0.0",
+                                        "pass-on-false-port": "1"}),
+                            ("map", {"expression.0": "l * l", "output-field-name.0": "sq",
+                                     "expression.1": "concat(s, d)", "output-field-name.1": "t"})]))
+def test_a_changelog_batch_keeps_its_weights_on_either_path(columns, weights, box):
+    """A changelog batch taken by the row code (a small one) emits the rows and weights the columns emit."""
+    type_, params = box
+    op = build(type_, params, outs=3 if type_ == "filter" else 1)
+    changes = Columns(columns.batch, weights=pa.array(weights[:len(columns)], pa.int64()))
+    op.sizes = SizeChoice.fixed(True)
+    on_rows = op.process(0, changes, 0.0)
+    op.sizes = SizeChoice.fixed(False)
+    on_columns = op.process(0, Columns(changes.batch, weights=changes.weights), 0.0)
+    assert weighed(on_rows) == weighed(on_columns)
+    assert all(isinstance(out, Columns) and out.weights is not None for _, out in on_rows + on_columns)
+
+
+def test_batches_below_the_cut_over_go_the_row_code_and_larger_ones_the_columns():
+    """The box as built: a batch below its cut-over leaves as rows (the row code's), one at or above it as
+    columns; either way a subscriber sees the same rows."""
+    op = build("filter", {"expression.0": "d > 0.0"})
+    cut = op.sizes.rows_below
+    rows = [(0, 1, 2, float(k) - 5.0, 0.0, "", "") for k in range(cut)]
+    whole = Columns(pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*rows), arrow_schema(R))],
+                                               schema=arrow_schema(R)))
+    small = Columns(whole.batch.slice(0, cut - 1))
+    [(port, out)] = op.process(0, small, 0.0)
+    assert not isinstance(out, Columns) and out == [r for r in rows[:cut - 1] if r[3] > 0.0]
+    [(port, out)] = op.process(0, whole, 0.0)
+    assert isinstance(out, Columns) and out.rows() == [r for r in rows if r[3] > 0.0]
+
+
+def test_the_cut_over_grows_with_the_operations_and_reads_no_clock():
+    plain = build("map", {"expression.0": "i", "output-field-name.0": "i"})
+    simple = build("filter", {"expression.0": "d > 0.0"})
+    wide = build("filter", {"expression.0": "i * 2 + l < 100 and d > -1.0 and s like 'a%'"})
+    assert plain.sizes.rows_below == LOWEST  # field references alone: no operation on columns
+    assert simple.sizes.rows_below == PER_OPERATION
+    assert wide.sizes.rows_below == 7 * PER_OPERATION  # *, +, <, >, like and two ands
+    again = build("filter", {"expression.0": "i * 2 + l < 100 and d > -1.0 and s like 'a%'"})
+    assert again.sizes == wide.sizes  # (a replay's box chooses as the first run's did)
 
 
 # -- union ---------------------------------------------------------------------------------

@@ -191,10 +191,16 @@ def arithmetic(t: type, a: Node, b: Node, three: bool = False) -> Node:
     _numbers(a, b)
     fn = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply}[t]
     if a.kind == b.kind == INT:
-        x, y = _converted(a, lambda v: wide(v, INT), three), _converted(b, lambda v: wide(v, INT), three)
+        x, y = operand(a, three), operand(b, three)
+        fixed_a, fixed_b = _constant_int(a), _constant_int(b)
+        within = (lambda p, q: p * q < _SMALL) if t is exp.Mul else (lambda p, q: p + q < _SMALL)
 
         def run(ev: Eval) -> Value:
-            u, v = x(ev), y(ev)
+            raw_u = fixed_a[0] if fixed_a else x(ev)
+            raw_v = fixed_b[0] if fixed_b else y(ev)
+            u, v = (fixed_a[1] if fixed_a else wide(raw_u, INT)), (fixed_b[1] if fixed_b else wide(raw_v, INT))
+            if within(fixed_a[2] if fixed_a else _type_bound(raw_u), fixed_b[2] if fixed_b else _type_bound(raw_v)):
+                return fn(u, v)  # (operands so small no result nears int64's end: nothing to flag)
             approx = fn(pc.cast(u, pa.float64(), safe=False), pc.cast(v, pa.float64(), safe=False))
             ev.flag(pc.greater_equal(pc.abs(approx), _OVERFLOW))  # Python's int goes on past int64
             return fn(u, v)
@@ -202,6 +208,28 @@ def arithmetic(t: type, a: Node, b: Node, three: bool = False) -> Node:
     # Python's float arithmetic overflows to inf without raising, as these do
     x, y = _converted(a, lambda v: double(v, a.kind), three), _converted(b, lambda v: double(v, b.kind), three)
     return Node(FLOAT, lambda ev: fn(x(ev), y(ev)), nullable=three)
+
+
+#: Results below this in magnitude (2**61) are far from the overflow flag's 2**62, rounding of the estimate included.
+_SMALL = 2**61
+#: The largest magnitude of an int column of each narrower-than-int64 Arrow type (what a field of it can hold).
+_BOUNDS = {pa.int8(): 2**7, pa.int16(): 2**15, pa.int32(): 2**31, pa.uint8(): 2**8, pa.uint16(): 2**16,
+           pa.uint32(): 2**32}
+
+
+def _type_bound(value: Value) -> int:
+    """The largest magnitude ``value``'s Arrow type can hold (int64's: beyond :data:`_SMALL`, checked per row)."""
+    return _BOUNDS.get(value.type, 2**64)
+
+
+def _constant_int(node: Node) -> tuple[Value, Value, int] | None:
+    """A non-null int constant as (its value, widened to int64, its magnitude), made once now; None: not one."""
+    if not node.constant:
+        return None
+    raw = node.run(Eval(None))
+    if not raw.is_valid:
+        return None
+    return raw, wide(raw, INT), abs(raw.as_py())
 
 
 def negate(a: Node, three: bool = False) -> Node:
@@ -277,6 +305,14 @@ def modulo(a: Node, b: Node, three: bool = False) -> Node:
     if not a.kind == b.kind == INT:
         raise Unsupported("% of doubles is fmod (arrow_math.fmod)")
     x, y = operand(a, three), operand(b, three)
+    fixed = _constant_int(b)
+    if fixed is not None and fixed[2] > 1:  # a constant divisor neither 0 nor -1 (nor 1): nothing to check per batch
+        divisor = fixed[1]
+
+        def run_fixed(ev: Eval) -> Value:
+            u = wide(x(ev), INT)
+            return pc.subtract(u, pc.multiply(pc.divide(u, divisor), divisor))
+        return Node(INT, run_fixed, nullable=three)
 
     def run(ev: Eval) -> Value:
         u, v = wide(x(ev), INT), _divisor(INT, ev, wide(y(ev), INT), three)

@@ -30,6 +30,11 @@ row"); nullable fields take its three-valued logic.  When a predicate has no
 columnar translation the box reads every batch as rows, and a batch the
 translation refuses whole (:class:`~.arrow_exprs.Fallback`) goes the row code.
 
+A small Arrow batch costs the columns more than the row code: each pyarrow
+call has a fixed cost of several µs, so at 10-100 rows the row code over
+``Columns.rows()`` is cheaper, rows out as a row batch's; a batch below the
+box's cut-over (:mod:`.size_choice`, from its expressions) goes that way.
+
 A changelog batch (one with weights) is filtered the same way and each row
 keeps its weight: the mask filters the weights too, and on the row path
 the weight rides along as one more element of the tuple, which no predicate
@@ -51,16 +56,18 @@ from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
 from .base import Emitted, Operator, OperatorError
+from .size_choice import SizeChoice
 
 
 class FilterOperator(Operator):
     takes_columns = True  # Columns are filtered as columns (or read as rows when that is not exact)
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True,
-                 shared: SharedCode = SHARED):
+                 shared: SharedCode = SHARED, sizes: SizeChoice | None = None):
         """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two);
         ``shared``: where the code of each expression shape is kept (``SharedCode(0)``: compiled per box, as
-        before shapes were shared: bench/deploy_node.py's peer)."""
+        before shapes were shared: bench/deploy_node.py's peer); ``sizes``: which path takes an Arrow batch
+        of each size (:mod:`.size_choice`; by default the box's cut-over)."""
         super().__init__(box, inputs, outputs)
         predicates = self.indexed("expression")
         if not predicates:
@@ -75,12 +82,19 @@ class FilterOperator(Operator):
         self._predicates = predicates
         self._wants_columns = columnar
         self._targets = [arrow_schema(s) for s in outputs]
+        if sizes is not None:
+            self.sizes = sizes
 
     @cached_property
     def _masks(self) -> list | None:
         """Each predicate as ``batch -> mask``, made when the first Arrow batch comes (a deployment's boxes
         mostly never see one before they move or go; 0.4 ms a box), None: the row path for every batch."""
         return _column_masks(self.inputs[0], self._predicates) if self._wants_columns else None
+
+    @cached_property
+    def sizes(self) -> SizeChoice:
+        """The box's cut-over (:mod:`.size_choice`), made when the first Arrow batch comes, as :attr:`_masks`."""
+        return SizeChoice.of(self._predicates)
 
     @property
     def columnar(self) -> bool:
@@ -91,13 +105,18 @@ class FilterOperator(Operator):
         if isinstance(rows, Columns):
             if self._masks is not None:
                 try:
-                    return self._columns(rows)
+                    return self._on_rows(rows) if self.sizes.on_rows(len(rows)) else self._columns(rows)
                 except arrow_exprs.Fallback:
                     pass
-            if rows.weights is not None:
-                return self._weighted(rows)
-            rows = rows.rows()
+            return self._on_rows(rows)
         return [(i, out) for i, out in enumerate(self._batch(rows)) if out]
+
+    def _on_rows(self, columns: Columns) -> Emitted:
+        """An Arrow batch by the row code (a small one, or one the columns cannot take): rows out, as a row
+        batch's (a changelog's: columns with their weights)."""
+        if columns.weights is not None:
+            return self._weighted(columns)
+        return [(i, out) for i, out in enumerate(self._batch(columns.rows())) if out]
 
     def _weighted(self, columns: Columns) -> Emitted:
         """A changelog batch on the row path: each row with its weight as a last element, split off again."""
@@ -121,10 +140,11 @@ class FilterOperator(Operator):
         out = []
         for port, mask in enumerate(masks):
             count = mask.true_count
-            if count == batch.num_rows and batch.schema.equals(self._targets[port]):
+            same = batch.schema.equals(self._targets[port])
+            if count == batch.num_rows and same:
                 out.append((port, columns))  # the whole batch, as it came (its IPC bytes kept)
-            elif count:
-                out.append((port, columns.filter(mask, self._targets[port])))  # (with their weights)
+            elif count:  # (with their weights; relabelled only where the out stream names its fields otherwise)
+                out.append((port, columns.filter(mask, None if same else self._targets[port])))
         return out
 
 

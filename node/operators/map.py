@@ -25,6 +25,10 @@ Arrow type as the row path's tuple holds it (a Python int beyond int64, a
 value out of the field's range: :class:`~.arrow_exprs.Fallback`), the batch
 is mapped by the row code above.
 
+A small Arrow batch goes the row code too, rows out: each pyarrow call has a
+fixed cost of several µs, so below the box's cut-over (:mod:`.size_choice`,
+from its expressions) the row code costs less.
+
 A changelog batch keeps its weights: out row i is in row i's image, so it
 weighs what row i weighed, on either path.
 """
@@ -40,13 +44,17 @@ from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
 from .base import Emitted, Operator, OperatorError
+from .size_choice import SizeChoice
 
 
 class MapOperator(Operator):
     takes_columns = True  # Columns are mapped as columns (or read as rows when that is not exact)
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
-        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two)."""
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True,
+                 sizes: SizeChoice | None = None):
+        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two);
+        ``sizes``: which path takes an Arrow batch of each size (:mod:`.size_choice`; by default the box's
+        cut-over)."""
         super().__init__(box, inputs, outputs)
         expressions = self.indexed("expression")
         names = self.indexed("output-field-name")
@@ -66,6 +74,7 @@ class MapOperator(Operator):
         self._ports = range(len(outputs))
         self._target = arrow_schema(outputs[0]) if outputs else None
         self._fields = _column_fields(inputs[0], expressions, outputs[0] if outputs else None) if columnar else None
+        self.sizes = sizes if sizes is not None else SizeChoice.of(expressions)
 
     @property
     def columnar(self) -> bool:
@@ -77,12 +86,12 @@ class MapOperator(Operator):
             return []
         out: list[tuple] | Columns | None = None
         if isinstance(rows, Columns):
-            if self._fields is not None:
+            if self._fields is not None and not self.sizes.on_rows(len(rows)):
                 try:
                     out = rows.with_batch(self._columns(rows.batch))
                 except arrow_exprs.Fallback:
                     pass
-            if out is None:
+            if out is None:  # (a small batch, or one the columns cannot take: rows out, as a row batch's)
                 out = self._batch(rows.rows())
                 if rows.weights is not None:
                     out = weighted(out, rows.weight_list(), self.outputs[0])
