@@ -41,6 +41,7 @@ from ..ast import (
 from ..errors import RuntimeStateError
 from ..functions import apply
 from ..like import COMPARE
+from .definition_columns import evaluate_columns
 
 _OPS = COMPARE
 
@@ -180,10 +181,15 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
     Each factor is compiled once (:func:`_compiled`) and each atom's new variables read from a row by one
     ``itemgetter`` (:func:`_binder`) into a scratch env, copied only when the comparisons bound by then keep
     it: a partial row costs its comparisons, not a walk of the expression trees nor a dict when it fails
-    (a window join's stages evaluate this per closed window: m3/winstages.py; q5's ``num >= maxn``)."""
+    (a window join's stages evaluate this per closed window: m3/winstages.py; q5's ``num >= maxn``).  A
+    definition Arrow joins and sums exactly is evaluated over columns instead (:mod:`.definition_columns`)."""
+    terms = _terms(m.definition)
+    columns = evaluate_columns(m, terms, tables, epsilon)
+    if columns is not None:
+        return columns
     out: dict[tuple, object] = {}
     key_of = _key_of([k.name for k in m.keys])
-    for factors in _terms(m.definition):
+    for factors in terms:
         atoms = [f for f in factors if isinstance(f, RelAtom)]
         others = [f for f in factors if not isinstance(f, RelAtom)]
         envs: list[dict] = [{}]

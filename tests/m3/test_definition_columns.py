@@ -1,0 +1,100 @@
+"""Map definitions evaluated over columns (m3/runtime/definition_columns.py: Arrow's join, filter and group-by),
+against the row-at-a-time nested loops of test_initial_join.py over random rows: the shapes it takes give the
+same entries (same keys, same Python types), and data it cannot take exactly (NULLs, NaN, -0.0, mixed types,
+FLOAT factors or join keys, ints beyond 64 bits) is left to the row evaluator, whose answer is the same."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_initial_join import _reference
+
+from boreas.m3.runtime.definition_columns import evaluate_columns
+from boreas.m3.runtime.initial import _terms, evaluate_definition
+from boreas.m3.syntax import parse_program
+
+RELATIONS = "CREATE TABLE R(A INT, B INT); CREATE TABLE S(B INT, C INT);"
+
+#: (keys, definition): every one the shape evaluated over columns.
+SHAPES = [
+    ("A: INT", "R(A, B) * S(B, C) * C * {C < 10}"),
+    ("A: INT", "R(A, A) * S(A, C)"),  # a variable named twice in one atom
+    ("A: INT, D: INT", "R(A, B) * S(B, C) * S(C, D) * {D <> A}"),
+    ("A: INT, C: INT", "R(A, B) * S(D, C) * {A < C}"),  # no shared variable: a product, then a comparison
+    ("B: INT", "R(A, B) * S(B, C) * {C = 3} * 2"),
+    ("A: INT, B: INT", "R(A, B) * S(C, B) * {C <= A}"),  # q5's num >= maxn per window
+    ("", "R(A, B) * S(B, C) * A"),  # no key: one total
+    ("A: INT", "R(A, B) * B + S(A, B) * 3"),  # two terms summed
+]
+
+rows = st.lists(st.tuples(st.integers(-3, 4), st.integers(-3, 4)), max_size=12)
+
+
+def _map(keys: str, text: str):
+    return parse_program(f"{RELATIONS} DECLARE MAP m[{keys}] : INT := {text};").maps[0]
+
+
+@pytest.mark.parametrize("keys,text", SHAPES)
+@settings(max_examples=25, deadline=None)
+@given(r=rows, s=rows)
+def test_columns_equal_nested_loops(keys, text, r, s):
+    m = _map(keys, text)
+    tables = {"R": r, "S": s}
+    got = evaluate_columns(m, _terms(m.definition), tables, small=0)
+    assert got is not None, "the shape is evaluated over columns"
+    want = _reference(m.definition, [k.name for k in m.keys], tables)
+    assert got == want
+    assert all(type(x) is int for key, v in got.items() for x in (*key, v))  # ints stay ints
+
+
+def test_strings_join_and_compare_as_python_does():
+    program = parse_program("CREATE TABLE R(A VARCHAR, B INT); CREATE TABLE S(A VARCHAR, C VARCHAR);"
+                            " DECLARE MAP m[A: VARCHAR, C: VARCHAR] : INT := R(A, B) * S(A, C) * B * {A < C};")
+    m = program.maps[0]
+    words = ["", "a", "ab", "b", "é", "z", "ä"]
+    tables = {"R": [(w, i) for i, w in enumerate(words * 3)], "S": [(w, v) for w in words for v in words]}
+    got = evaluate_columns(m, _terms(m.definition), tables, small=0)
+    assert got is not None and got == _reference(m.definition, ["A", "C"], tables)
+
+
+def test_a_window_large_enough_goes_by_columns_and_matches():
+    """The size at which :func:`evaluate_definition` takes the columns (q5's per-window join, 600 rows)."""
+    m = _map("A: INT, B: INT", "R(A, B) * S(C, B) * {C <= A}")
+    tables = {"R": [(i % 37, i % 5) for i in range(600)], "S": [(3, b) for b in range(5)]}
+    assert evaluate_columns(m, _terms(m.definition), tables) is not None
+    assert evaluate_definition(None, m, tables) == _reference(m.definition, ["A", "B"], tables)
+
+
+@pytest.mark.parametrize("r,s", [
+    ([(1, None), (2, 1)], [(None, 5), (1, 7)]),  # a NULL: None == None would join in Python's dict
+    ([(1, 2.0), (2, 1)], [(2, 5), (1, 7)]),  # a column of two types
+    ([(True, 1), (2, 1)], [(1, 7)]),  # a bool (True == 1, but shown as True)
+    ([(1, 2 ** 70), (2, 1)], [(2 ** 70, 5), (1, 7)]),  # beyond 64 bits
+    ([(2 ** 40, 1)] * 3, [(1, 2 ** 40)] * 3),  # a product that could leave 64 bits
+])
+def test_data_columns_cannot_hold_exactly_goes_by_rows(r, s):
+    m = _map("A: INT", "R(A, B) * S(B, C) * A * C")
+    tables = {"R": r, "S": s}
+    assert evaluate_columns(m, _terms(m.definition), tables, small=0) is None
+    assert evaluate_definition(None, m, tables) == _reference(m.definition, ["A"], tables)
+
+
+@pytest.mark.parametrize("b", [float("nan"), -0.0, 1.5])
+def test_float_join_keys_and_factors_go_by_rows(b):
+    """A FLOAT join key joins by Python's equality (0.0 == -0.0, NaN with nothing), a FLOAT sum by its order:
+    neither is left to Arrow."""
+    program = parse_program("CREATE TABLE R(A INT, B DOUBLE); CREATE TABLE S(B DOUBLE, C INT);"
+                            " DECLARE MAP m[A: INT] : INT := R(A, B) * S(B, C);")
+    m = program.maps[0]
+    tables = {"R": [(1, b), (2, 0.0)], "S": [(b, 5), (0.0, 6), (-0.0, 7)]}
+    assert evaluate_columns(m, _terms(m.definition), tables, small=0) is None
+    float_factor = _map("A: INT", "R(A, B) * B")
+    assert evaluate_columns(float_factor, _terms(float_factor.definition), {"R": [(1, 1.5)]}, small=0) is None
+
+
+def test_other_factors_go_by_rows():
+    for keys, text in [("K: INT", "R(A, B) * {K = (A + B)}"), ("A: INT", "R(A, B) * S(2, C)"),
+                       ("A: INT", "R(A, B) * (A + B)")]:
+        m = _map(keys, text)
+        assert evaluate_columns(m, _terms(m.definition), {"R": [(1, 2)], "S": [(2, 3)]}, small=0) is None
