@@ -58,8 +58,9 @@ def evaluate_columns(m: MapDecl, terms: Sequence[Sequence[Expr]], tables: dict[s
     keys = [k.name for k in m.keys]
     try:
         plans = [_plan(factors, keys) for factors in terms]
-        if sum(len(tables.get(a.name, ())) for atoms, _, _ in plans for a in atoms) < small:
-            return None
+        read = [tables.get(a.name, ()) for atoms, _, _ in plans for a in atoms]
+        if sum(map(len, read)) < small and not any(isinstance(t, pa.Table) for t in read):
+            return None  # (a relation given as columns is joined as columns: rows of it would cost a pass)
         out: dict[tuple, object] = {}
         for atoms, checks, factors in plans:
             _add_term(out, atoms, checks, factors, keys, tables)
@@ -108,9 +109,14 @@ def _column(values: Sequence) -> pa.Array:
     return array
 
 
-def _atom_table(atom: RelAtom, rows: list) -> pa.Table:
+def _atom_table(atom: RelAtom, rows: list | pa.Table) -> pa.Table:
     """``atom``'s relation as a table of its variables, rows naming a variable twice kept where they agree."""
-    columns = [_column(c) for c in zip(*rows)]
+    if isinstance(rows, pa.Table):  # (made of INT columns alone: m3/runtime/closed_columns.py)
+        if any(c.type != pa.int64() or c.null_count for c in rows.columns):
+            raise _Unsupported("a column given as Arrow that is not INT")
+        columns = list(rows.columns)
+    else:
+        columns = [_column(c) for c in zip(*rows)]
     first: dict[str, int] = {}
     mask = None
     for i, a in enumerate(atom.args):
@@ -128,7 +134,7 @@ def _joined(atoms: list[RelAtom], tables: dict[str, list]) -> pa.Table | None:
     joined = None
     for atom in sorted(atoms, key=lambda a: len(tables.get(a.name, ()))):
         rows = tables.get(atom.name, [])
-        if not rows:
+        if not len(rows):
             return None
         table = _atom_table(atom, rows)
         if joined is None:
@@ -183,3 +189,14 @@ def _add_term(out: dict, atoms: list[RelAtom], checks: list[Cmp], factors: list[
     for key, v in zip(zip(*(summed.column(k).to_pylist() for k in keys)), values):
         if v:
             out[key] = out.get(key, 0) + v
+
+
+def table_rows(rows: Sequence[tuple] | pa.Table) -> list[tuple]:
+    """A relation's rows as tuples, given as rows or as a table of columns (where the columns are declined).
+
+    >>> table_rows(pa.table({"a": [1, 2], "b": [3, 4]})), table_rows([(5,)])
+    ([(1, 3), (2, 4)], [(5,)])
+    """
+    if not isinstance(rows, pa.Table):
+        return list(rows)
+    return list(zip(*(c.to_pylist() for c in rows.columns))) if rows.num_columns else [()] * rows.num_rows

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
+import pyarrow as pa
+
 from ..ast import (
     Call,
     Cmp,
@@ -41,7 +43,8 @@ from ..ast import (
 from ..errors import RuntimeStateError
 from ..functions import apply
 from ..like import COMPARE
-from .definition_columns import evaluate_columns
+from ..nullable import expand_row
+from .definition_columns import evaluate_columns, table_rows
 
 _OPS = COMPARE
 
@@ -187,6 +190,7 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
     columns = evaluate_columns(m, terms, tables, epsilon)
     if columns is not None:
         return columns
+    tables = {name: table_rows(rows) for name, rows in tables.items()}  # (columns declined: made rows)
     out: dict[tuple, object] = {}
     key_of = _key_of([k.name for k in m.keys])
     for factors in terms:
@@ -244,6 +248,16 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             for env in envs:
                 _add(out, key_of, rest, env)
     return {k: v for k, v in out.items() if abs(v) > epsilon}
+
+
+def relation_rows(rows, nullable) -> list | pa.Table:
+    """A relation's rows as ``Runtime.load`` hands them on: NULLs split into value and indicator
+    (``nullable``: its nullable columns, docs/m3.md "NULLs"); a table of columns kept as it is where nothing
+    is to split (:func:`evaluate_definition` joins it as columns)."""
+    if isinstance(rows, pa.Table) and not nullable:
+        return rows
+    rows = table_rows(rows)
+    return [expand_row(x, nullable) for x in rows] if nullable else rows
 
 
 def initial_values(program: Program, tables: dict[str, list], wanted: set[str] | None,
