@@ -17,7 +17,7 @@ sum), a ``LIKE``, a column not all of one type among ``int``, ``float``,
 ``str`` (a NULL, a bool, a date), a NaN or a signed zero among floats, a
 float join key or a float factor (a float sum depends on its order), an
 int beyond 64 bits or a sum that could leave them, and small inputs
-(:data:`SMALL`: Arrow's fixed cost per call).
+(:data:`SMALL`, :data:`SMALL_COLUMNS`: Arrow's fixed cost per call).
 
 >>> from ..syntax import parse_program
 >>> from .initial import _terms
@@ -38,8 +38,12 @@ import pyarrow.compute as pc
 
 from ..ast import Cmp, Const, Expr, MapDecl, RelAtom, Var
 
-#: Below this many rows over a term's relations the row evaluator is cheaper than Arrow's calls.
-SMALL = 256
+#: Below this many rows over a definition's relations the row evaluator is cheaper than making them columns and
+#: Arrow's calls (each join or group-by costs about a millisecond whatever its size: Acero's plan); measured on
+#: q5's stages' two definitions, docs/benchmarks.md.  Rows given as columns already (a table: closed windows,
+#: m3/runtime/closed_columns.py) are cheaper in Arrow from :data:`SMALL_COLUMNS` on.
+SMALL = 1024
+SMALL_COLUMNS = 512
 
 _COMPARE = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal}
 _TYPES = {int: pa.int64(), float: pa.float64(), str: pa.string()}
@@ -59,8 +63,8 @@ def evaluate_columns(m: MapDecl, terms: Sequence[Sequence[Expr]], tables: dict[s
     try:
         plans = [_plan(factors, keys) for factors in terms]
         read = [tables.get(a.name, ()) for atoms, _, _ in plans for a in atoms]
-        if sum(map(len, read)) < small and not any(isinstance(t, pa.Table) for t in read):
-            return None  # (a relation given as columns is joined as columns: rows of it would cost a pass)
+        if sum(map(len, read)) < (min(small, SMALL_COLUMNS) if any(isinstance(t, pa.Table) for t in read) else small):
+            return None
         out: dict[tuple, object] = {}
         for atoms, checks, factors in plans:
             _add_term(out, atoms, checks, factors, keys, tables)
@@ -100,7 +104,10 @@ def _column(values: Sequence) -> pa.Array:
     if len(kinds) != 1 or (kind := kinds.pop()) not in _TYPES:
         raise _Unsupported(f"a column of {kinds}")
     if kind is str:
-        return pa.array(values, pa.string())
+        try:
+            return pa.array(values, pa.string())
+        except UnicodeEncodeError:  # (a lone surrogate: Python holds and compares it, UTF-8 cannot)
+            raise _Unsupported("a string UTF-8 cannot encode") from None
     array = pa.array(np.fromiter(values, _NUMPY[kind], len(values)))  # (a bigger int raises OverflowError)
     if kind is float:
         signed_zero = pc.and_(pc.equal(array, 0.0), pc.less(pc.divide(1.0, array), 0.0))

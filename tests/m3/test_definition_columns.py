@@ -5,12 +5,13 @@ FLOAT factors or join keys, ints beyond 64 bits) is left to the row evaluator, w
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_initial_join import _reference
 
-from boreas.m3.runtime.definition_columns import evaluate_columns
+from boreas.m3.runtime.definition_columns import SMALL, evaluate_columns
 from boreas.m3.runtime.initial import _terms, evaluate_definition
 from boreas.m3.syntax import parse_program
 
@@ -48,6 +49,37 @@ def test_columns_equal_nested_loops(keys, text, r, s):
     assert all(type(x) is int for key, v in got.items() for x in (*key, v))  # ints stay ints
 
 
+def _table(rows: list[tuple], kind=None) -> pa.Table:
+    return pa.table([pa.array([r[0] for r in rows], kind or pa.int64()), pa.array([r[1] for r in rows], pa.int64())],
+                    names=["x", "y"])
+
+
+@pytest.mark.parametrize("keys,text", SHAPES)
+@settings(max_examples=15, deadline=None)
+@given(r=rows, s=rows)
+def test_relations_given_as_columns_equal_nested_loops(keys, text, r, s):
+    """A relation given as a table of INT columns (a window join's closed leaf rows: closed_columns.py) is
+    joined as it is, a relation of rows beside it made columns; small ones too (no rows to make)."""
+    m = _map(keys, text)
+    want = _reference(m.definition, [k.name for k in m.keys], {"R": r, "S": s})
+    got = evaluate_columns(m, _terms(m.definition), {"R": _table(r), "S": s}, small=0)
+    assert got == want and all(type(x) is int for key, v in got.items() for x in (*key, v))
+    program = parse_program(f"{RELATIONS} DECLARE MAP m[{keys}] : INT := {text};")
+    assert evaluate_definition(program, m, {"R": _table(r), "S": _table(s)}) == want  # (rows where small)
+
+
+def test_a_table_of_other_columns_is_evaluated_as_rows():
+    """A FLOAT column given as a table is declined (Python's equality and sums, not Arrow's): its rows are
+    evaluated row at a time, the same answer as given as rows."""
+    program = parse_program("CREATE TABLE R(A FLOAT, B INT); CREATE TABLE S(B INT, C INT);"
+                            " DECLARE MAP m[A: FLOAT] : INT := R(A, B) * S(B, C);")
+    m = program.maps[0]
+    r, s = [(0.5 * (i % 7), i % 5) for i in range(600)], [(i % 5, i) for i in range(600)]
+    table = _table(r, pa.float64())
+    assert evaluate_columns(m, _terms(m.definition), {"R": table, "S": s}, small=0) is None
+    assert evaluate_definition(program, m, {"R": table, "S": s}) == evaluate_definition(program, m, {"R": r, "S": s})
+
+
 def test_strings_join_and_compare_as_python_does():
     program = parse_program("CREATE TABLE R(A VARCHAR, B INT); CREATE TABLE S(A VARCHAR, C VARCHAR);"
                             " DECLARE MAP m[A: VARCHAR, C: VARCHAR] : INT := R(A, B) * S(A, C) * B * {A < C};")
@@ -59,9 +91,9 @@ def test_strings_join_and_compare_as_python_does():
 
 
 def test_a_window_large_enough_goes_by_columns_and_matches():
-    """The size at which :func:`evaluate_definition` takes the columns (q5's per-window join, 600 rows)."""
+    """The size at which :func:`evaluate_definition` takes the columns (q5's per-window join, SMALL rows)."""
     m = _map("A: INT, B: INT", "R(A, B) * S(C, B) * {C <= A}")
-    tables = {"R": [(i % 37, i % 5) for i in range(600)], "S": [(3, b) for b in range(5)]}
+    tables = {"R": [(i % 37, i % 5) for i in range(SMALL)], "S": [(3, b) for b in range(5)]}
     assert evaluate_columns(m, _terms(m.definition), tables) is not None
     assert evaluate_definition(None, m, tables) == _reference(m.definition, ["A", "B"], tables)
 
@@ -98,3 +130,14 @@ def test_other_factors_go_by_rows():
                        ("A: INT", "R(A, B) * (A + B)")]:
         m = _map(keys, text)
         assert evaluate_columns(m, _terms(m.definition), {"R": [(1, 2)], "S": [(2, 3)]}, small=0) is None
+
+
+def test_a_string_utf8_cannot_hold_goes_by_rows():
+    """A lone surrogate (a str Python holds, e.g. from JSON's ``"\\ud800"``, that no UTF-8 encodes) is left to the
+    row evaluator, which compares it as Python does (Arrow's string column raised UnicodeEncodeError through)."""
+    program = parse_program("CREATE TABLE R(A VARCHAR, B INT); CREATE TABLE S(A VARCHAR, C INT);"
+                            " DECLARE MAP m[A: VARCHAR] : INT := R(A, B) * S(A, C) * B;")
+    m = program.maps[0]
+    tables = {"R": [("\ud800", 1), ("a", 2)] * 300, "S": [("\ud800", 5), ("a", 7)]}
+    assert evaluate_columns(m, _terms(m.definition), tables, small=0) is None
+    assert evaluate_definition(program, m, tables) == {("\ud800",): 300, ("a",): 600}
