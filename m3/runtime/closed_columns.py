@@ -50,7 +50,13 @@ class LeafColumns:
 
     def per_window(self, keys: np.ndarray, values: np.ndarray) -> dict[int, pa.Table]:
         """The relation's rows of each closed window (by its end) from a dump's ``keys`` (``(n, arity)`` codes)
-        and ``values``: present entries only (a value 0 is no row)."""
+        and ``values``: present entries only (a value 0 is no row).
+
+        >>> leaf = LeafColumns("m", (0, VALUE), window=1, shift=0)
+        >>> got = leaf.per_window(np.array([[7, 20], [8, 10], [9, 20], [6, 10]]), np.array([2, 1, 0, 3]))
+        >>> {end: table.to_pylist() for end, table in got.items()}
+        {10: [{'c0': 8, 'c1': 1}, {'c0': 6, 'c1': 3}], 20: [{'c0': 7, 'c1': 2}]}
+        """
         present = values != 0
         keys, values = keys[present], values[present]
         if not len(values):
