@@ -72,7 +72,7 @@ def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
     reads them, without the TOTAL memo: the store holds one closing's entries, read once)."""
     reader = current_reader(store)
     out = {}
-    direct = _entry_columns(form)
+    direct = entry_columns(form)
     if direct is not None and len(direct) == 1 and sorted(direct[0].slots) == list(range(len(form.vars))):
         # one map whose key holds the whole row (q5's counts by auction and window): its entries are the rows
         key_of, row_of = form.key_of, direct[0].row_of
@@ -122,7 +122,7 @@ def _index_rows(form: ViewForm, store: MapStore) -> list[tuple] | None:
     return rows
 
 
-def _entry_columns(form: ViewForm) -> list[Ref] | None:
+def entry_columns(form: ViewForm) -> list[Ref] | None:
     """The ref of each value column when each is one map entry at the row, those maps being what makes a row
     present, and there is no WHERE (a view computed when read only for its key: q5's counts keyed by window and
     an internal auction); else None."""

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..ast import MapRef, Var
 from ..nullable import ViewNulls
-from .closed import _entry_columns
+from .closed import entry_columns
 from .views import view_form
 
 VALUE = -1  # in :attr:`LeafColumns.columns`: the map's value, not a key column
@@ -107,7 +107,7 @@ def _general_keys(program, decl) -> tuple[str, tuple[int, ...]] | None:
     """A view computed when read that is one map's entries (its one column that map at the row, the map's key
     holding the whole row, no WHERE, no NULL indicator): the map and, per view key column, its key position."""
     form = view_form(program, decl)
-    direct = _entry_columns(form)
+    direct = entry_columns(form)
     if direct is None or len(direct) != 1 or sorted(direct[0].slots) != list(range(len(form.vars))):
         return None
     expr = form.columns[0][1]
