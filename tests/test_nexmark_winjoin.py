@@ -51,10 +51,25 @@ def test_window_join_emits_flinks_rows_as_windows_close(monkeypatch, name):
 def test_q5_over_windows_its_stages_evaluate_over_columns(monkeypatch):
     """Windows of more auctions than m3/runtime/definition_columns.py's SMALL_COLUMNS: the leaves' closed rows
     read as columns (m3/runtime/closed_columns.py, on the native backend), the upper stages' join and sums
-    through Arrow's columns, and the rows are still Flink's."""
+    through Arrow's columns (counted: a definition answered by them from leaf rows given as columns), and the
+    rows are still Flink's."""
+    import pyarrow as pa
+
+    from boreas.m3.runtime import initial
     from boreas.m3.runtime.definition_columns import SMALL_COLUMNS
 
+    answered = []
+    evaluate = initial.evaluate_columns
+
+    def counted(m, terms, tables, *args, **kwargs):
+        out = evaluate(m, terms, tables, *args, **kwargs)
+        if out is not None and any(isinstance(t, pa.Table) for t in tables.values()):
+            answered.append(m.name)
+        return out
+
+    monkeypatch.setattr(initial, "evaluate_columns", counted)
     assert _check(monkeypatch, "q5", 40_000, 2_000) >= SMALL_COLUMNS
+    assert answered, "no stage's definition went through the columns"
 
 
 def _check(monkeypatch, name: str, events: int, rate: int) -> int:

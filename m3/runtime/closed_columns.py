@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..ast import MapRef, Var
 from ..nullable import ViewNulls
-from .closed import entry_columns
+from .closed import whole_row_entries
 from .views import view_form
 
 VALUE = -1  # in :attr:`LeafColumns.columns`: the map's value, not a key column
@@ -107,14 +107,14 @@ def _general_keys(program, decl) -> tuple[str, tuple[int, ...]] | None:
     """A view computed when read that is one map's entries (its one column that map at the row, the map's key
     holding the whole row, no WHERE, no NULL indicator): the map and, per view key column, its key position."""
     form = view_form(program, decl)
-    direct = entry_columns(form)
-    if direct is None or len(direct) != 1 or sorted(direct[0].slots) != list(range(len(form.vars))):
+    whole = whole_row_entries(form)
+    if whole is None:
         return None
     expr = form.columns[0][1]
     if not isinstance(expr, MapRef) or not all(isinstance(a, Var) for a in expr.args):
         return None
-    slot_at = {slot: j for j, slot in enumerate(direct[0].slots)}
-    return direct[0].map, tuple(slot_at[row_var] for row_var in form.out)
+    slot_at = {slot: j for j, slot in enumerate(whole.slots)}
+    return whole.map, tuple(slot_at[row_var] for row_var in form.out)
 
 
 def read_windows(native, leaves: Mapping[str, LeafColumns],
