@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
+import pyarrow as pa
+
 from .ast import MapRef, Prod, Program, RelAtom, Var, walk
 from .compiler.pipeline import compile_sql
 from .compiler.winjoin import Stage, Staged
@@ -169,8 +171,13 @@ class StagePlan:
                  runtimes: Sequence[Runtime]) -> dict[tuple, object]:
         """The query's view rows over one window's leaf rows (``{leaf view: [(key, value)]}``), evaluated on
         ``runtimes`` (:meth:`runtimes`)."""
-        tables = {rel: reader.rows(windows.get(reader.view, ())) for rel, reader in zip(self.leaf_relations,
-                                                                                       self.leaves)}
+        return self.evaluate_tables({rel: reader.rows(windows.get(reader.view, ()))
+                                     for rel, reader in zip(self.leaf_relations, self.leaves)}, runtimes)
+
+    def evaluate_tables(self, tables: dict[str, Sequence[tuple] | pa.Table],
+                        runtimes: Sequence[Runtime]) -> dict[tuple, object]:
+        """:meth:`evaluate` over the leaf relations' rows of one window, each a list of rows or a table of
+        columns (m3/runtime/closed_columns.py; a relation absent has no row there)."""
         result: dict[tuple, object] = {}
         for upper, rt in zip(self.uppers, runtimes):
             rt.load({r.name: tables.get(r.name, []) for r in rt.program.relations}, views=(upper.view,))

@@ -72,11 +72,11 @@ def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
     reads them, without the TOTAL memo: the store holds one closing's entries, read once)."""
     reader = current_reader(store)
     out = {}
-    direct = _entry_columns(form)
-    if direct is not None and len(direct) == 1 and sorted(direct[0].slots) == list(range(len(form.vars))):
-        # one map whose key holds the whole row (q5's counts by auction and window): its entries are the rows
-        key_of, row_of = form.key_of, direct[0].row_of
-        return {key_of(row_of(key)): value for key, value in store.items(direct[0].map) if value and None not in key}
+    whole = whole_row_entries(form)
+    if whole is not None:  # its entries are the rows
+        key_of, row_of = form.key_of, whole.row_of
+        return {key_of(row_of(key)): value for key, value in store.items(whole.map) if value and None not in key}
+    direct = entry_columns(form)
     if direct is not None:  # each column one entry at the row: no expression evaluated per row
         for row in candidate_rows(form, reader.entries):
             values = [store.get(ref.map, ref.pattern(row)) for ref in direct]
@@ -122,7 +122,17 @@ def _index_rows(form: ViewForm, store: MapStore) -> list[tuple] | None:
     return rows
 
 
-def _entry_columns(form: ViewForm) -> list[Ref] | None:
+def whole_row_entries(form: ViewForm) -> Ref | None:
+    """The one map whose entries are the view's rows -- its one value column that map at the row, the map's key
+    holding the whole row (q5's counts by auction and window) -- as :func:`entry_columns` gives it; else None.
+    One test for :func:`general_rows` and closed_columns.py's reading of the same entries as columns."""
+    direct = entry_columns(form)
+    if direct is None or len(direct) != 1 or sorted(direct[0].slots) != list(range(len(form.vars))):
+        return None
+    return direct[0]
+
+
+def entry_columns(form: ViewForm) -> list[Ref] | None:
     """The ref of each value column when each is one map entry at the row, those maps being what makes a row
     present, and there is no WHERE (a view computed when read only for its key: q5's counts keyed by window and
     an internal auction); else None."""

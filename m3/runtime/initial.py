@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
+import pyarrow as pa
+
 from ..ast import (
     Call,
     Cmp,
@@ -41,6 +43,8 @@ from ..ast import (
 from ..errors import RuntimeStateError
 from ..functions import apply
 from ..like import COMPARE
+from ..nullable import expand_row
+from .definition_columns import evaluate_columns, table_rows
 
 _OPS = COMPARE
 
@@ -180,10 +184,16 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
     Each factor is compiled once (:func:`_compiled`) and each atom's new variables read from a row by one
     ``itemgetter`` (:func:`_binder`) into a scratch env, copied only when the comparisons bound by then keep
     it: a partial row costs its comparisons, not a walk of the expression trees nor a dict when it fails
-    (a window join's stages evaluate this per closed window: m3/winstages.py; q5's ``num >= maxn``)."""
+    (a window join's stages evaluate this per closed window: m3/winstages.py; q5's ``num >= maxn``).  A
+    definition Arrow joins and sums exactly is evaluated over columns instead (:mod:`.definition_columns`)."""
+    terms = _terms(m.definition)
+    columns = evaluate_columns(m, terms, tables, epsilon)
+    if columns is not None:
+        return columns
+    tables = {name: table_rows(rows) for name, rows in tables.items()}  # (columns declined: made rows)
     out: dict[tuple, object] = {}
     key_of = _key_of([k.name for k in m.keys])
-    for factors in _terms(m.definition):
+    for factors in terms:
         atoms = [f for f in factors if isinstance(f, RelAtom)]
         others = [f for f in factors if not isinstance(f, RelAtom)]
         envs: list[dict] = [{}]
@@ -238,6 +248,16 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             for env in envs:
                 _add(out, key_of, rest, env)
     return {k: v for k, v in out.items() if abs(v) > epsilon}
+
+
+def relation_rows(rows, nullable) -> list | pa.Table:
+    """A relation's rows as ``Runtime.load`` hands them on: NULLs split into value and indicator
+    (``nullable``: its nullable columns, docs/m3.md "NULLs"); a table of columns kept as it is where nothing
+    is to split (:func:`evaluate_definition` joins it as columns)."""
+    if isinstance(rows, pa.Table) and not nullable:
+        return rows
+    rows = table_rows(rows)
+    return [expand_row(x, nullable) for x in rows] if nullable else rows
 
 
 def initial_values(program: Program, tables: dict[str, list], wanted: set[str] | None,

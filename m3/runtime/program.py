@@ -37,7 +37,7 @@ from ..printer import format_program
 from ..syntax import parse_program
 from .closed import Keep, closed_entries, closed_store, general_rows, remove_closed, rows_at_keys, view_maps, window_bound
 from .codegen import build, program_source
-from .initial import initial_values
+from .initial import initial_values, relation_rows
 from .maps import MapStore, index_specs
 from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
 from .ports import ViewInfo, relation_ports, view_ports
@@ -347,8 +347,7 @@ class Runtime(Reads):
         ``views``: evaluate only the maps these views read, the others left empty (a runtime loaded to be read
         once through them, as a window join's stage is per window: m3/winstages.py; a trigger's helper maps,
         which no view reads, would cost as much as the view's again)."""
-        rows = {name: [expand_row(x, self._nullable[name]) for x in r] if name in self._nullable else list(r)
-                for name, r in tables.items()}
+        rows = {name: relation_rows(r, self._nullable.get(name)) for name, r in tables.items()}
         for name in rows:
             if name not in self._arity:
                 raise RuntimeStateError(f"unknown relation {name!r}")

@@ -158,7 +158,7 @@ class WindowedM3Operator(M3Operator):
         everything = bool(self.sessions.ports)  # every entry in the maps is a session closed just now
         emitted: Emitted = []
         if self._stages is not None:  # a window join: its leaves' rows are the stages' (.m3winjoin)
-            if joined := self._stages.rows(self._stages.closed(self.closing, self.runtime, frontier, everything)):
+            if joined := self._stages.emit(self.closing, self.runtime, frontier, everything):
                 emitted.append((0, joined))
         else:
             closed = self.closing.closed_entries(self.runtime, frontier, everything)

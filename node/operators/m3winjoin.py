@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from boreas.catalog.model import FieldType, Schema
 from boreas.m3.runtime.closed import Keep
+from boreas.m3.runtime.closed_columns import LeafColumns, leaf_columns, read_windows
 from boreas.m3.runtime.program import Runtime
 from boreas.m3.winstages import SemiJoin, StagePlan
 
@@ -36,6 +37,16 @@ class StageEmit:
         self.stages, self.schema = stages, schema
         self.runtimes = stages.runtimes()
         self.semijoins = _usable(stages, closing, runtime) if closing is not None and runtime is not None else ()
+        self.columns = _columns(stages, closing, runtime) if closing is not None and runtime is not None else None
+
+    def emit(self, closing: Closing, runtime: Runtime, frontier: float, everything: bool = False) -> list[tuple]:
+        """The out rows of the windows ``frontier`` closes: from the leaves' closed entries as columns where
+        each leaf has them (:attr:`columns`, m3/runtime/closed_columns.py), else from their rows."""
+        native = runtime.native_maps()
+        if self.columns is None or native is None:
+            return self.rows(self.closed(closing, runtime, frontier, everything))
+        windows = read_windows(native, self.columns, closing.bounds(frontier, everything))
+        return self._out([self.stages.evaluate_tables(tables, self.runtimes) for tables in windows.values()])
 
     def closed(self, closing: Closing, runtime: Runtime, frontier: float, everything: bool = False) -> Closed:
         """Every leaf's rows of the windows ``frontier`` closes, as :meth:`rows` reads them: a semi-joined
@@ -85,12 +96,16 @@ class StageEmit:
         for view, rows in closed.items():
             for end, key, value in rows:
                 per_window[end][view].append((key, value))
+        return self._out([self.stages.evaluate(per_window[end], self.runtimes) for end in sorted(per_window)])
+
+    def _out(self, results: Sequence[dict[tuple, object]]) -> list[tuple]:
+        """The out rows of the top stage's rows of each window, in the order given."""
         top = self.stages.top
         width = len(top.output_keys)
         casts = [_cast(f.type) for f in self.schema.fields[width:]]
         out: list[tuple] = []
-        for end in sorted(per_window):
-            for key, value in self.stages.evaluate(per_window[end], self.runtimes).items():
+        for result in results:
+            for key, value in result.items():
                 if not present(value):
                     continue
                 values = value if isinstance(value, tuple) else (value,)
@@ -121,3 +136,19 @@ def _usable(stages: StagePlan, closing: Closing, runtime: Runtime) -> tuple[Semi
         if name in closing.doomed and all(name not in runtime.view_reads(v) for v in others):
             found.append(s)
     return tuple(found)
+
+
+def _columns(stages: StagePlan, closing: Closing, runtime: Runtime) -> dict[str, LeafColumns] | None:
+    """Where each leaf relation's columns are in its map's dump (m3/runtime/closed_columns.py), when every
+    leaf's are, none is read as a semi-join's and each map is dropped by the window the leaf reads; else None."""
+    if stages.semijoins:
+        return None
+    found = {}
+    for relation, reader in zip(stages.leaf_relations, stages.leaves):
+        position, is_end = next(((p, e) for _, v, p, e in closing.views if v.name == reader.view), (None, True))
+        where = None if position is None else leaf_columns(runtime, reader.view, reader.picks, reader.distinct,
+                                                            position, is_end, closing.size)
+        if where is None or closing.doomed.get(where.map) != (where.window, where.shift == 0):
+            return None
+        found[relation] = where
+    return found

@@ -322,11 +322,11 @@ class NativeMaps:
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
         return list(zip(self.codec.decode_keys(name, keys, got), self.codec.decode_values(name, vals)))
 
-    def _at_most(self, name: str, position: int, bound: float) -> tuple[np.ndarray, np.ndarray]:
+    def columns_at_most(self, name: str, position: int, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The codes and value bits of map ``name``'s entries whose INT key column ``position`` is at most
         ``bound``: one dump, one numpy mask.  The codes are kept until the maps next change, so that
         :meth:`remove_at_most` of the same entries (a closing reads its windows, then deletes them) dumps the map
-        no second time."""
+        no second time.  Undecoded, the codes are a window join's closed leaf rows as columns (.closed_columns)."""
         m, arity = self.map_no[name], self.arity[name]
         n = self.lib.rt_count(self.rt, m)
         if not n:
@@ -344,7 +344,7 @@ class NativeMaps:
         closed event-time windows: node/operators/m3windows.py): one dump and one numpy mask, only those keys
         decoded, their values from the same dump (no key encoded to read it back); ``keep``
         (:class:`..closed.Keep`): only the codes its ``mask`` keeps are decoded."""
-        picked, vals = self._at_most(name, position, bound)
+        picked, vals = self.columns_at_most(name, position, bound)
         if keep is not None:
             kept = keep.mask(picked)
             picked, vals = picked[kept], vals[kept]
@@ -359,7 +359,7 @@ class NativeMaps:
         if last is not None and last[:3] == (position, bound, self.stamp):  # read since the maps last changed
             picked = last[3]
         else:
-            picked, _ = self._at_most(name, position, bound)
+            picked, _ = self.columns_at_most(name, position, bound)
         if len(picked):
             self.set_codes(name, array("q", picked.tobytes()), array("q", bytes(8 * len(picked))))
         return len(picked)
