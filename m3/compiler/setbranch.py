@@ -1,0 +1,163 @@
+"""One aggregated branch of a set operation: the part it compiles to and what the view reads of it.
+
+Why its own module: :mod:`.setagg` combines the branches of ``UNION [ALL]``, ``INTERSECT [ALL]`` and ``EXCEPT
+[ALL]`` by a rule over *what each branch has at a key* (the calculus's existence of a row, as DBToaster lifts it),
+and that needs three things of every branch, whatever its shape: its value columns, whether it has a row there
+(its hidden ``COUNT(*)`` above 0 and its HAVING true), and whether a value is NULL (an aggregate other than COUNT
+over no rows: only a branch without GROUP BY has a row then).  A branch is a part (:mod:`.lifted`), compiled as a
+query of its own from the general rules: its keys, its values ``c0 ...``, the aggregates its HAVING reads
+``h0 ...``, and ``COUNT(*)`` last; its HAVING becomes a condition of the view over those columns, each comparison
+TRUE only where the aggregates it reads are not NULL (SQL's comparison with NULL is not TRUE, and NOT is pushed
+down to the comparisons).
+
+>>> import sqlglot
+>>> from .examples import PlainErrors
+>>> from ..ast import Var
+>>> from ..printer import format_view_expr
+>>> b = Branch.of(sqlglot.parse_one("SELECT a, SUM(b) FROM R GROUP BY a HAVING NOT COUNT(*) > 1 AND MAX(b) < 3"),
+...               2, PlainErrors())
+>>> b.part(None).sql()
+'SELECT a, SUM(b) AS c0, MAX(b) AS h0, COUNT(*) AS h1, COUNT(*) AS c1 FROM R GROUP BY a'
+>>> format_view_expr(b.has_row(0, (Var("A"),)))
+'0 < #0.3[A] AND #0.2[A] <= 1 AND #0.1[A] < 3'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..ast import Cmp, Const, Expr, MapRef
+from ..viewnodes import Arith, BoolOp
+from .lifted import ARITH, CMPS
+from .nodes import sql_of
+from .outerkeys import ConstKey
+from .resolve import Positions, unparen
+
+_NEGATED = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_FLIPPED = {">": "<", ">=": "<="}
+TRUE = Cmp("=", Const(0), Const(0))
+
+
+def aggregated(e: exp.Expression) -> bool:
+    """Whether a SELECT item reads an aggregate (a value column; else a key)."""
+    return any(isinstance(n, exp.AggFunc) for n in e.walk())
+
+
+def _nullable(e: exp.Expression) -> bool:
+    """Whether an expression over aggregates is NULL over no rows: it reads an aggregate other than COUNT."""
+    return any(isinstance(n, exp.AggFunc) and not isinstance(n, exp.Count) for n in e.walk())
+
+
+@dataclass
+class Branch:
+    """An aggregated SELECT of a set operation, read as a part: keys, values, HAVING aggregates, ``COUNT(*)``."""
+
+    select: exp.Select
+    keys: list[exp.Expression]  # its non-aggregate items (its GROUP BY), in order
+    values: list[exp.Expression]  # its aggregate items, in order
+    having: exp.Expression | None
+    reads: list[exp.Expression]  # the aggregates its HAVING reads (part columns after the values)
+    keyless: bool  # no GROUP BY: one row, also over no rows (SQL)
+
+    @staticmethod
+    def of(b: exp.Select, width: int, ctx: Positions) -> Branch:
+        """The branch ``b`` (``width`` columns, as the first branch), or refused by name."""
+        for arg in ("order", "limit", "offset"):
+            if b.args.get(arg):
+                raise ctx.error(f"unsupported {arg.upper()} in a set-operation branch of aggregated queries "
+                                f"{sql_of(b)}", b)
+        if len(b.expressions) != width:
+            raise ctx.error(f"set-operation branches select {width} and {len(b.expressions)} columns", b)
+        items = [e.this if type(e) is exp.Alias else e for e in b.expressions]
+        keys = [x for x in items if not aggregated(x)]
+        group = b.args.get("group")
+        grouped = [g.sql() for g in group.expressions] if group is not None else []
+        if sorted(grouped) != sorted(x.sql() for x in keys) or any(isinstance(x, exp.Star) for x in items):
+            raise ctx.error(f"unsupported set-operation branch of aggregated queries {sql_of(b)}: each branch grouped "
+                            "by exactly its selected columns, at the same places (a key may occur once per branch)", b)
+        having = b.args.get("having")
+        having = having.this if having is not None else None
+        reads = [] if having is None else list(dict.fromkeys(n for n in having.find_all(exp.AggFunc)))
+        return Branch(b, keys, [x for x in items if aggregated(x)], having, reads, group is None)
+
+    def part(self, branch: int | None) -> exp.Select:
+        """The part's SELECT (DISTINCT dropped: a branch grouped by its selected columns holds each row once), with
+        the constant branch key ``branch`` after its keys (:func:`.outerkeys.with_constants`), or none."""
+        part = self.select.copy()
+        columns = self.values + self.reads + [exp.Count(this=exp.Star())]
+        names = [f"c{j}" for j in range(len(self.values))] + [f"h{j}" for j in range(len(self.reads))] + \
+            [f"c{len(self.values)}"]
+        part.set("expressions", [x.copy() for x in self.keys] + [exp.alias_(v.copy(), n) for v, n in zip(columns, names)])
+        part.set("group", exp.Group(expressions=[x.copy() for x in self.keys]) if self.keys else None)
+        for arg in ("having", "distinct"):
+            part.set(arg, None)
+        if branch is not None:
+            part.meta["constants"] = {len(self.keys): ConstKey(branch, "INT", len(self.keys))}
+        return part
+
+    def value(self, i: int, row: tuple, j: int) -> Expr:
+        """Value column ``j`` of part ``i`` at ``row``."""
+        return MapRef(f"#{i}.{j}", row)
+
+    def rows(self, i: int, row: tuple) -> Expr:
+        """The part's hidden ``COUNT(*)`` at ``row``."""
+        return MapRef(f"#{i}.{len(self.values) + len(self.reads)}", row)
+
+    def is_null(self, i: int, row: tuple, j: int) -> Expr | None:
+        """Where value ``j`` is NULL (an aggregate other than COUNT over no rows); None where it never is."""
+        return Cmp("<=", self.rows(i, row), Const(0)) if self.keyless and _nullable(self.values[j]) else None
+
+    def has_row(self, i: int, row: tuple) -> Expr:
+        """Where the branch has a row at ``row``: always without GROUP BY, else where it reads rows; and its
+        HAVING holds."""
+        there = TRUE if self.keyless else Cmp("<", Const(0), self.rows(i, row))
+        return there if self.having is None else _and(there, self._cond(self.having, i, row, False))
+
+    def _cond(self, e: exp.Expression, i: int, row: tuple, negated: bool) -> Expr:
+        e = unparen(e)
+        if type(e) in (exp.And, exp.Or):
+            op = "AND" if (type(e) is exp.And) != negated else "OR"
+            return BoolOp(op, (self._cond(e.this, i, row, negated), self._cond(e.expression, i, row, negated)))
+        if type(e) is exp.Not:
+            return self._cond(e.this, i, row, not negated)
+        op = CMPS.get(type(e))
+        if op is None:
+            raise ValueError(e)
+        op, left, right = _NEGATED[op] if negated else op, self._value(e.this, i, row), self._value(e.expression, i, row)
+        cmp = Cmp(_FLIPPED[op], right, left) if op in _FLIPPED else Cmp(op, left, right)  # a view reads = <> < <=
+        if self.keyless and _nullable(e):  # a comparison with NULL is not TRUE (nor is its NOT)
+            cmp = _and(Cmp("<", Const(0), self.rows(i, row)), cmp)
+        return cmp
+
+    def _value(self, e: exp.Expression, i: int, row: tuple) -> Expr:
+        e = unparen(e)
+        if isinstance(e, exp.AggFunc):
+            return MapRef(f"#{i}.{len(self.values) + self.reads.index(e)}", row)
+        if type(e) in ARITH:
+            return Arith(ARITH[type(e)], self._value(e.this, i, row), self._value(e.expression, i, row))
+        if type(e) is exp.Neg:
+            return Arith("-", Const(0), self._value(e.this, i, row))
+        if type(e) is exp.Literal and not e.is_string:
+            return Const(int(e.this) if e.this.lstrip("-").isdigit() else float(e.this))
+        keys = [k.sql() for k in self.keys]
+        if e.sql() in keys:
+            return row[keys.index(e.sql())]
+        raise ValueError(e)
+
+    def condition(self, i: int, row: tuple, ctx: Positions) -> Expr:
+        """:meth:`has_row`, a HAVING it does not translate refused by name."""
+        try:
+            return self.has_row(i, row)
+        except ValueError as bad:
+            raise ctx.error(f"unsupported HAVING {sql_of(self.having)} in a set-operation branch of aggregated "
+                            f"queries: {sql_of(bad.args[0])} (comparisons, AND, OR, NOT of aggregates, group columns, "
+                            "numbers and + - * / only)", self.select) from None
+
+
+def _and(a: Expr, b: Expr) -> Expr:
+    if a == TRUE:
+        return b
+    flat = [x for p in (a, b) for x in (p.args if isinstance(p, BoolOp) and p.op == "AND" else (p,))]
+    return BoolOp("AND", tuple(flat))
