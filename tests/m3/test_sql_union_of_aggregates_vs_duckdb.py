@@ -70,3 +70,19 @@ def test_view_matches_duckdb(shape):
 def test_what_is_not_built_is_refused_by_name(query, says):
     with pytest.raises(CompileError, match=says):
         compile_sql(GENERIC + query)
+
+
+@pytest.mark.parametrize("shape, cost", [
+    ("union_of_sums_and_counts", "first-order"), ("except_chain", "first-order"), ("keyless_intersect", "first-order"),
+    ("intersect_all_with_having", "domain-bound"), ("union_of_three_with_having", "domain-bound"),
+])
+def test_compile_shows_the_cost_class_and_the_printed_program_reads_back(shape, cost):
+    """``boreas compile`` names each view's cost class (the parts': MIN/MAX domain-bound, else first-order), and
+    the M3 parser reads the printed program back as the same program."""
+    from boreas.m3.compiler.pipeline import compile_to_text
+    from boreas.m3.printer import format_program
+    from boreas.m3.syntax import parse_program
+
+    assert compile_to_text(SHAPES[shape]).splitlines()[0].startswith(f"-- view Q1: {cost}")
+    program = compile_sql(SHAPES[shape])
+    assert parse_program(format_program(program)) == program
