@@ -40,6 +40,8 @@ SHAPES: dict[str, str] = {
         EXCEPT ALL SELECT DISTINCT a, SUM(b) FROM R GROUP BY a""",
     "keyless_intersect": GENERIC + """SELECT SUM(b) AS s, COUNT(*) AS n FROM R
         INTERSECT SELECT SUM(c), COUNT(*) FROM S""",
+    "keyless_null_is_not_zero": GENERIC + """SELECT SUM(b) AS s FROM R
+        INTERSECT SELECT COUNT(*) - COUNT(*) FROM S""",  # R without rows: NULL, not S's 0
     "keyless_except_with_having": GENERIC + """SELECT COUNT(*) AS n FROM R
         EXCEPT SELECT MAX(c) FROM S HAVING NOT SUM(b) > 2""",
 }
