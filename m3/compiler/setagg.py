@@ -54,12 +54,13 @@ import functools
 
 from sqlglot import exp
 
-from ..ast import Cmp, Const, Expr, MapRef, Var
+from ..ast import Cmp, Const, Expr, Var
+from ..nullable import indicator
 from ..viewnodes import Arith, BoolOp
 from .lifted import Plan
 from .nodes import sql_of
 from .resolve import Positions
-from .setbranch import TRUE, Branch, aggregated
+from .setbranch import TRUE, Branch, aggregated, shown_items
 from .setparts import key_variables, output_names
 
 BRANCH = "__branch"  # the internal key: which branch a row is of
@@ -117,14 +118,23 @@ def plan(sel: exp.Expression, ctx: Positions) -> Plan:
             raise ctx.error(f"unsupported {_kind(leaf) if isinstance(leaf, exp.SetOperation) else 'operand'} inside "
                             f"a {kind} of aggregated queries ({sql_of(leaf)}): one kind of set operation per "
                             "statement", leaf)
-    names = output_names(leaves[0])
+    first = leaves[0].copy()
+    first.set("expressions", shown_items(first))  # (over nullable columns: its hidden counts are not outputs)
+    names = output_names(first)
     branches = [Branch.of(b, len(names), ctx) for b in leaves]
-    keyed = [not aggregated(e.this if type(e) is exp.Alias else e) for e in leaves[0].expressions]
+    keyed = [not aggregated(e.this if type(e) is exp.Alias else e) for e in first.expressions]
     for b in leaves[1:]:
-        if [not aggregated(e.this if type(e) is exp.Alias else e) for e in b.expressions] != keyed:
+        if [not aggregated(e.this if type(e) is exp.Alias else e) for e in shown_items(b)] != keyed:
             raise ctx.error(f"unsupported {kind} branch of aggregated queries {sql_of(b)}: each branch grouped by "
                             "exactly its selected columns, at the same places (a key may occur once per branch)", b)
     key_names = [n for n, k in zip(names, keyed) if k]
+    flagged = branches[0].flagged
+    for b, leaf in zip(branches[1:], leaves[1:]):
+        if b.flagged != flagged:
+            raise ctx.error(f"unsupported {kind} of aggregated queries over nullable columns whose branches differ in "
+                            f"which keys are nullable ({sql_of(leaf)}): every branch's key at a place nullable, or "
+                            "none (docs/m3.md, \"NULLs\")", leaf)
+    key_names += [indicator(key_names[n]) for n in flagged]  # internal: NULL keys (:func:`.liftview.lifted_view`)
     value_names = [n for n, k in zip(names, keyed) if not k]
     keyless = not key_names
     if keyless and not all(b.keyless for b in branches):
@@ -165,7 +175,9 @@ def _intersect_except(kind: str, branches: list[Branch], key_names: list[str], v
     for i, b in enumerate(branches[1:], 1):
         same = _flat("AND", [b.condition(i, row, ctx), _same(branches, (0, 0), (i, i), row, row)])
         conds.append(same if kind.startswith("INTERSECT") else BoolOp("NOT", (same,)))
-    columns = tuple((n, branches[0].value(0, row, j)) for j, n in enumerate(value_names))
+    columns = tuple((n, branches[0].value(0, row, j)) for j, n in enumerate(value_names)) + tuple(
+        (indicator(n), branches[0].counted(0, row, j) or branches[0].rows(0, row))
+        for j, n in enumerate(value_names) if _nullable(branches, j))
     return Plan(tuple(b.part(None) for b in branches), tuple(key_names), key_vars, columns,
                 _flat("AND", conds), always=not key_names)
 
@@ -193,8 +205,19 @@ def _union(kind: str, branches: list[Branch], key_names: list[str], value_names:
                 branches[k].condition(seen[(k, i)], row, ctx), _same(branches, (k, seen[(k, i)]), (i, i), row, row)]),))
                 for k in range(i)])
         mine.append(has)
+    for j, n in enumerate(value_names):  # where a value is NULL: 0 (:func:`boreas.m3.nullable.shown_columns`)
+        if _nullable(branches, j):
+            value_names.append(indicator(n))
+            total.append(functools.reduce(lambda a, c: Arith("+", a, c), [Arith("*", Arith(
+                "LEAST", b.counted(i, row, j) or b.rows(i, row), Const(1)), Arith("LEAST", b.rows(i, row), Const(1)))
+                for i, b in enumerate(branches)]))
     columns = tuple(zip(value_names, total))
     return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, _flat("OR", mine), internal=(BRANCH,))
+
+
+def _nullable(branches: list[Branch], j: int) -> bool:
+    """Whether value ``j`` gets its NULL indicator column: some branch reads nullable columns for it."""
+    return any(j in b.nonnull for b in branches)
 
 
 def _flat(op: str, conds: list[Expr]) -> Expr:

@@ -24,14 +24,16 @@ down to the comparisons).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from ..ast import Cmp, Const, Expr, MapRef
+from ..nullable import ROWS, SUFFIX
 from ..viewnodes import Arith, BoolOp
 from .lifted import ARITH, CMPS
 from .nodes import sql_of
+from .nullshown import COUNT_PREFIX
 from .outerkeys import ConstKey
 from .resolve import Positions, unparen
 
@@ -61,41 +63,61 @@ class Branch:
     reads: list[exp.Expression]  # the aggregates its HAVING reads (part columns after the values)
     keyless: bool  # no GROUP BY: one row, also over no rows (SQL)
 
+    flags: list[exp.Column] = field(default_factory=list)  # a nullable key's indicator (after the keys)
+    nonnull: dict[int, exp.Expression] = field(default_factory=dict)  # value j -> COUNT of its non-NULL rows
+
     @staticmethod
     def of(b: exp.Select, width: int, ctx: Positions) -> Branch:
-        """The branch ``b`` (``width`` columns, as the first branch), or refused by name."""
+        """The branch ``b`` (``width`` columns, as the first branch), or refused by name.  Over nullable columns
+        ``b`` is rewritten (:mod:`.threevalued`): its hidden items ``__nonnull_k`` say where item ``k`` is NULL,
+        its GROUP BY holds a nullable key's indicator (:mod:`.nullshown`)."""
         for arg in ("order", "limit", "offset"):
             if b.args.get(arg):
                 raise ctx.error(f"unsupported {arg.upper()} in a set-operation branch of aggregated queries "
                                 f"{sql_of(b)}", b)
-        if len(b.expressions) != width:
-            raise ctx.error(f"set-operation branches select {width} and {len(b.expressions)} columns", b)
-        items = [e.this if type(e) is exp.Alias else e for e in b.expressions]
+        shown = shown_items(b)
+        hidden = {int(e.alias[len(COUNT_PREFIX):]): e.this for e in b.expressions if _hidden_count(e)}
+        if len(shown) != width:
+            raise ctx.error(f"set-operation branches select {width} and {len(shown)} columns", b)
+        items = [e.this if type(e) is exp.Alias else e for e in shown]
         keys = [x for x in items if not aggregated(x)]
         group = b.args.get("group")
-        grouped = [g.sql() for g in group.expressions] if group is not None else []
-        if sorted(grouped) != sorted(x.sql() for x in keys) or any(isinstance(x, exp.Star) for x in items):
+        grouped = [g for g in group.expressions] if group is not None else []
+        flags = [g for g in grouped if type(g) is exp.Column and g.name.endswith(SUFFIX)]
+        flags = [next(f for f in flags if _flag_of(f, k)) for k in keys if any(_flag_of(f, k) for f in flags)]
+        if sorted(g.sql() for g in grouped if g not in flags) != sorted(x.sql() for x in keys) or \
+                any(isinstance(x, exp.Star) for x in items):
             raise ctx.error(f"unsupported set-operation branch of aggregated queries {sql_of(b)}: each branch grouped "
                             "by exactly its selected columns, at the same places (a key may occur once per branch)", b)
         having = b.args.get("having")
         having = having.this if having is not None else None
         reads = [] if having is None else list(dict.fromkeys(n for n in having.find_all(exp.AggFunc)))
-        return Branch(b, keys, [x for x in items if aggregated(x)], having, reads, group is None)
+        values = [x for x in items if aggregated(x)]
+        at = [j for j, x in enumerate(items) if aggregated(x)]  # an item's place -> its value's
+        return Branch(b, keys, values, having, reads, group is None, flags,
+                      {at.index(k): x for k, x in hidden.items() if k in at})
 
     def part(self, branch: int | None) -> exp.Select:
         """The part's SELECT (DISTINCT dropped: a branch grouped by its selected columns holds each row once), with
         the constant branch key ``branch`` after its keys (:func:`.outerkeys.with_constants`), or none."""
         part = self.select.copy()
-        columns = self.values + self.reads + [exp.Count(this=exp.Star())]
+        counts = [self.nonnull[j] for j in sorted(self.nonnull)]
+        columns = self.values + self.reads + counts + [exp.Count(this=exp.Star())]
         names = [f"c{j}" for j in range(len(self.values))] + [f"h{j}" for j in range(len(self.reads))] + \
-            [f"c{len(self.values)}"]
-        part.set("expressions", [x.copy() for x in self.keys] + [exp.alias_(v.copy(), n) for v, n in zip(columns, names)])
-        part.set("group", exp.Group(expressions=[x.copy() for x in self.keys]) if self.keys else None)
+            [f"n{j}" for j in range(len(counts))] + [f"c{len(self.values)}"]
+        keys = self.keys + self.flags
+        part.set("expressions", [x.copy() for x in keys] + [exp.alias_(v.copy(), n) for v, n in zip(columns, names)])
+        part.set("group", exp.Group(expressions=[x.copy() for x in keys]) if keys else None)
         for arg in ("having", "distinct"):
             part.set(arg, None)
         if branch is not None:
-            part.meta["constants"] = {len(self.keys): ConstKey(branch, "INT", len(self.keys))}
+            part.meta["constants"] = {len(keys): ConstKey(branch, "INT", len(keys))}
         return part
+
+    @property
+    def flagged(self) -> tuple[int, ...]:
+        """The places among its keys of the nullable ones (each with its indicator key, in that order)."""
+        return tuple(n for n, k in enumerate(self.keys) if any(_flag_of(f, k) for f in self.flags))
 
     def value(self, i: int, row: tuple, j: int) -> Expr:
         """Value column ``j`` of part ``i`` at ``row``."""
@@ -103,11 +125,19 @@ class Branch:
 
     def rows(self, i: int, row: tuple) -> Expr:
         """The part's hidden ``COUNT(*)`` at ``row``."""
-        return MapRef(f"#{i}.{len(self.values) + len(self.reads)}", row)
+        return MapRef(f"#{i}.{len(self.values) + len(self.reads) + len(self.nonnull)}", row)
+
+    def counted(self, i: int, row: tuple, j: int) -> Expr | None:
+        """What is 0 where value ``j`` is NULL: the count of its non-NULL rows (over nullable columns), the rows
+        (an aggregate other than COUNT without GROUP BY); None where it never is."""
+        if j in self.nonnull:
+            return MapRef(f"#{i}.{len(self.values) + len(self.reads) + sorted(self.nonnull).index(j)}", row)
+        return self.rows(i, row) if self.keyless and _nullable(self.values[j]) else None
 
     def is_null(self, i: int, row: tuple, j: int) -> Expr | None:
-        """Where value ``j`` is NULL (an aggregate other than COUNT over no rows); None where it never is."""
-        return Cmp("<=", self.rows(i, row), Const(0)) if self.keyless and _nullable(self.values[j]) else None
+        """Where value ``j`` is NULL (:meth:`counted` 0); None where it never is."""
+        n = self.counted(i, row, j)
+        return None if n is None else Cmp("<=", n, Const(0))
 
     def has_row(self, i: int, row: tuple) -> Expr:
         """Where the branch has a row at ``row``: always without GROUP BY, else where it reads rows; and its
@@ -154,6 +184,22 @@ class Branch:
             raise ctx.error(f"unsupported HAVING {sql_of(self.having)} in a set-operation branch of aggregated "
                             f"queries: {sql_of(bad.args[0])} (comparisons, AND, OR, NOT of aggregates, group columns, "
                             "numbers and + - * / only)", self.select) from None
+
+
+def _hidden_count(e: exp.Expression) -> bool:
+    return type(e) is exp.Alias and e.alias.startswith(COUNT_PREFIX) and e.alias[len(COUNT_PREFIX):].isdigit()
+
+
+def shown_items(b: exp.Select) -> list[exp.Expression]:
+    """A branch's output items: not the hidden counts a rewrite over nullable columns appends (``__nonnull_k``,
+    where item ``k`` is NULL; ``__rows__null``, a group's rows: the part's own ``COUNT(*)`` says it)."""
+    return [e for e in b.expressions if not _hidden_count(e) and not (type(e) is exp.Alias and e.alias == ROWS)]
+
+
+def _flag_of(flag: exp.Column, key: exp.Expression) -> bool:
+    """Whether ``flag`` is the indicator column of the key item ``key`` (``r.b__null`` of ``r.b``)."""
+    return type(key) is exp.Column and flag.name.lower() == (key.name + SUFFIX).lower() and \
+        flag.table.lower() == key.table.lower()
 
 
 def _and(a: Expr, b: Expr) -> Expr:
