@@ -22,7 +22,10 @@ as set operations compare):
 
 ``INTERSECT ALL`` and ``EXCEPT ALL`` are INTERSECT and EXCEPT: every branch holds each row once.  A DISTINCT
 branch is the branch.  Branches without GROUP BY have one row each, also over no rows (SQL): an INTERSECT or
-EXCEPT of them is a view without keys whose row is there while its condition holds (``ALWAYS``).  Cost: that of
+EXCEPT of them is a view without keys whose row is there while its condition holds (``ALWAYS``).  Over nullable
+columns each branch comes rewritten (:mod:`.nullsetops`): a nullable key has its indicator key (internal), a
+value its ``__null`` column (0 where it is NULL), and the branches must have their nullable keys at the same
+places.  Cost: that of
 the parts (first-order for SUM/COUNT/AVG, domain-bound for MIN/MAX), a lookup per part at each row read; UNION
 of n branches compiles branch ``k`` once more for each later branch (``n (n - 1) / 2`` more parts).
 
@@ -195,7 +198,8 @@ def _union(kind: str, branches: list[Branch], key_names: list[str], value_names:
                 parts.append(branches[k].part(i))
     total = []
     for j in range(len(value_names)):
-        terms = [Arith("*", b.value(i, row, j), Arith("LEAST", b.rows(i, row), Const(1))) for i, b in enumerate(branches)]
+        terms = [Arith("*", b.value(i, row, j), Arith("LEAST", b.rows(i, row), Const(1)))
+                 for i, b in enumerate(branches)]
         total.append(functools.reduce(lambda a, c: Arith("+", a, c), terms))  # 0 at another branch's rows
     mine = []
     for i, b in enumerate(branches):

@@ -155,7 +155,8 @@ class Branch:
         op = CMPS.get(type(e))
         if op is None:
             raise ValueError(e)
-        op, left, right = _NEGATED[op] if negated else op, self._value(e.this, i, row), self._value(e.expression, i, row)
+        op = _NEGATED[op] if negated else op
+        left, right = self._value(e.this, i, row), self._value(e.expression, i, row)
         cmp = Cmp(_FLIPPED[op], right, left) if op in _FLIPPED else Cmp(op, left, right)  # a view reads = <> < <=
         if self.keyless and _nullable(e):  # a comparison with NULL is not TRUE (nor is its NOT)
             cmp = _and(Cmp("<", Const(0), self.rows(i, row)), cmp)

@@ -1,5 +1,5 @@
 """Set operations of aggregated queries over nullable columns agree with DuckDB, NULLs included, under NULL-heavy
-random inserts and deletes (issue 33, docs/m3.md "Set operations of aggregated queries", "NULLs").
+random inserts and deletes (issue 33, docs/m3.md's row "a set operation statement of aggregated queries"; "NULLs").
 
 Each branch is rewritten as a query of its own (:mod:`.threevalued`: aggregates skip NULLs, a nullable key has
 its indicator key), then is a part (:mod:`.setagg`, :mod:`.setbranch`): a NULL key is a row of its own, a value
@@ -43,4 +43,5 @@ def test_view_matches_duckdb(shape):
 
 def test_branches_nullable_at_other_keys_are_refused_by_name():
     with pytest.raises(CompileError, match="whose branches differ in which keys are nullable"):
-        compile_sql(NULLABLE + "SELECT b, COUNT(*) AS n FROM R GROUP BY b INTERSECT SELECT d, COUNT(*) FROM S GROUP BY d")
+        compile_sql(NULLABLE + "SELECT b, COUNT(*) AS n FROM R GROUP BY b "
+                    "INTERSECT SELECT d, COUNT(*) FROM S GROUP BY d")

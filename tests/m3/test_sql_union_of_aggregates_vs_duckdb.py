@@ -1,7 +1,7 @@
-"""Set operations of aggregated queries agree with DuckDB under random inserts and deletes (issue 33, docs/m3.md
-"Set operations of aggregated queries"): each branch a part (``m3/compiler/setagg.py``, ``setbranch.py``); UNION
-ALL keyed by a constant branch key too, so a key in two branches is two rows, as SQL's; UNION, INTERSECT and
-EXCEPT [ALL] existence of an equal row at the key in the other branches.  Both backends; deleting every row
+"""Set operations of aggregated queries agree with DuckDB under random inserts and deletes (issue 33, docs/m3.md,
+the row "a set operation statement of aggregated queries"): each branch a part (``m3/compiler/setagg.py``,
+``setbranch.py``); UNION ALL keyed by a constant branch key too, so a key in two branches is two rows, as SQL's;
+UNION, INTERSECT and EXCEPT [ALL] existence of an equal row at the key in the other branches.  Both backends; deleting every row
 empties every map.  What is not built is refused by name."""
 
 from __future__ import annotations
