@@ -37,8 +37,9 @@ HAVING other than comparisons of aggregates and group columns under AND, OR, NOT
 >>> import sqlglot
 >>> from .examples import PlainErrors
 >>> from ..printer import format_view_expr
+>>> from ..ast import Column, RelationDecl
 >>> p = plan(sqlglot.parse_one("SELECT a, SUM(b) AS s FROM R GROUP BY a UNION ALL SELECT c, COUNT(*) FROM S GROUP BY c"),
-...          PlainErrors())
+...          PlainErrors(), {})
 >>> [s.sql() for s in p.parts], p.keys, p.internal
 (['SELECT a, SUM(b) AS c0, COUNT(*) AS c1 FROM R GROUP BY a', 'SELECT c, COUNT(*) AS c0, COUNT(*) AS c1 FROM S GROUP BY c'], ('a', '__branch'), ('__branch',))
 >>> format_view_expr(p.columns[0][1])
@@ -46,7 +47,8 @@ HAVING other than comparisons of aggregates and group columns under AND, OR, NOT
 >>> format_view_expr(p.where)
 '0 < #0.1[A, BRANCH] OR 0 < #1.1[A, BRANCH]'
 >>> p = plan(sqlglot.parse_one("SELECT a, SUM(b) AS s FROM R GROUP BY a EXCEPT SELECT c, COUNT(*) FROM S GROUP BY c"),
-...          PlainErrors())
+...          PlainErrors(), {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"))),
+...                          "S": RelationDecl("S", "STREAM", (Column("c", "INT"),))})
 >>> p.keys, format_view_expr(p.columns[0][1]), format_view_expr(p.where)
 (('a',), '#0.0[A]', '0 < #0.1[A] AND NOT (0 < #1.1[A] AND #0.0[A] = #1.0[A])')
 """
@@ -57,13 +59,13 @@ import functools
 
 from sqlglot import exp
 
-from ..ast import Cmp, Const, Expr, Var
+from ..ast import Cmp, Const, Expr, RelationDecl, Var
 from ..nullable import indicator
 from ..viewnodes import Arith, BoolOp
 from .lifted import Plan
 from .nodes import sql_of
 from .resolve import Positions
-from .setbranch import TRUE, Branch, aggregated, shown_items
+from .setbranch import TRUE, Branch, aggregated, inexact, shown_items
 from .setparts import key_variables, output_names
 
 BRANCH = "__branch"  # the internal key: which branch a row is of
@@ -112,8 +114,8 @@ def _all_leaves(u: exp.Expression) -> list[exp.Expression]:
     return [u]
 
 
-def plan(sel: exp.Expression, ctx: Positions) -> Plan:
-    """The parts and the view over them (module doc)."""
+def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]) -> Plan:
+    """The parts and the view over them (module doc); ``relations``: the streams and tables (column types)."""
     kind = _kind(sel)
     leaves = _leaves(sel, kind)
     for leaf in leaves:
@@ -126,6 +128,12 @@ def plan(sel: exp.Expression, ctx: Positions) -> Plan:
     names = output_names(first)
     branches = [Branch.of(b, len(names), ctx) for b in leaves]
     keyed = [not aggregated(e.this if type(e) is exp.Alias else e) for e in first.expressions]
+    for b, leaf in zip(branches, leaves) if kind != "UNION ALL" else ():  # UNION ALL compares no values
+        for v in b.values:
+            why = inexact(v, leaf, relations)
+            if why is not None:
+                raise ctx.error(f"unsupported {kind} of aggregated queries comparing {sql_of(v)}: {why} (UNION ALL "
+                                "compares no values; docs/m3.md, \"a set operation statement of aggregated queries\")", leaf)
     for b in leaves[1:]:
         if [not aggregated(e.this if type(e) is exp.Alias else e) for e in shown_items(b)] != keyed:
             raise ctx.error(f"unsupported {kind} branch of aggregated queries {sql_of(b)}: each branch grouped by "

@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..ast import Cmp, Const, Expr, MapRef
+from ..ast import Cmp, Const, Expr, MapRef, RelationDecl
 from ..nullable import ROWS, SUFFIX
 from ..viewnodes import Arith, BoolOp
 from .lifted import ARITH, CMPS
+from .neverequal import column_types
 from .nodes import sql_of
+from .nullexprkeys import KEY_PREFIX
 from .nullshown import COUNT_PREFIX
 from .outerkeys import ConstKey
 from .resolve import Positions, unparen
@@ -63,7 +65,8 @@ class Branch:
     reads: list[exp.Expression]  # the aggregates its HAVING reads (part columns after the values)
     keyless: bool  # no GROUP BY: one row, also over no rows (SQL)
 
-    flags: list[exp.Column] = field(default_factory=list)  # a nullable key's indicator (after the keys)
+    flags: list[exp.Expression] = field(default_factory=list)  # a nullable key's indicator (after the keys)
+    flagged: tuple[int, ...] = ()  # the places among its keys of the nullable ones (each with its flag, in order)
     nonnull: dict[int, exp.Expression] = field(default_factory=dict)  # value j -> COUNT of its non-NULL rows
 
     @staticmethod
@@ -77,14 +80,21 @@ class Branch:
                                 f"{sql_of(b)}", b)
         shown = shown_items(b)
         hidden = {int(e.alias[len(COUNT_PREFIX):]): e.this for e in b.expressions if _hidden_count(e)}
+        nullkeys = {int(e.alias[len(KEY_PREFIX):]): e.this for e in b.expressions if _key_indicator(e)}
         if len(shown) != width:
             raise ctx.error(f"set-operation branches select {width} and {len(shown)} columns", b)
         items = [e.this if type(e) is exp.Alias else e for e in shown]
         keys = [x for x in items if not aggregated(x)]
         group = b.args.get("group")
         grouped = [g for g in group.expressions] if group is not None else []
-        flags = [g for g in grouped if type(g) is exp.Column and g.name.endswith(SUFFIX)]
-        flags = [next(f for f in flags if _flag_of(f, k)) for k in keys if any(_flag_of(f, k) for f in flags)]
+        columns = [g for g in grouped if type(g) is exp.Column and g.name.endswith(SUFFIX)]
+        flags: list[exp.Expression] = []
+        flagged: list[int] = []  # a column key's ``b__null``; an arithmetic key's ``__nullkey_<place>``
+        for n, k in enumerate(keys):  # (:mod:`.nullexprkeys`)
+            f = nullkeys.get(items.index(k)) or next((f for f in columns if _flag_of(f, k)), None)
+            if f is not None:
+                flags.append(f)
+                flagged.append(n)
         if sorted(g.sql() for g in grouped if g not in flags) != sorted(x.sql() for x in keys) or \
                 any(isinstance(x, exp.Star) for x in items):
             raise ctx.error(f"unsupported set-operation branch of aggregated queries {sql_of(b)}: each branch grouped "
@@ -94,7 +104,7 @@ class Branch:
         reads = [] if having is None else list(dict.fromkeys(n for n in having.find_all(exp.AggFunc)))
         values = [x for x in items if aggregated(x)]
         at = [j for j, x in enumerate(items) if aggregated(x)]  # an item's place -> its value's
-        return Branch(b, keys, values, having, reads, group is None, flags,
+        return Branch(b, keys, values, having, reads, group is None, flags, tuple(flagged),
                       {at.index(k): x for k, x in hidden.items() if k in at})
 
     def part(self, branch: int | None) -> exp.Select:
@@ -114,10 +124,6 @@ class Branch:
             part.meta["constants"] = {len(keys): ConstKey(branch, "INT", len(keys))}
         return part
 
-    @property
-    def flagged(self) -> tuple[int, ...]:
-        """The places among its keys of the nullable ones (each with its indicator key, in that order)."""
-        return tuple(n for n, k in enumerate(self.keys) if any(_flag_of(f, k) for f in self.flags))
 
     def value(self, i: int, row: tuple, j: int) -> Expr:
         """Value column ``j`` of part ``i`` at ``row``."""
@@ -183,8 +189,37 @@ class Branch:
             return self.has_row(i, row)
         except ValueError as bad:
             raise ctx.error(f"unsupported HAVING {sql_of(self.having)} in a set-operation branch of aggregated "
-                            f"queries: {sql_of(bad.args[0])} (comparisons, AND, OR, NOT of aggregates, group columns, "
-                            "numbers and + - * / only)", self.select) from None
+                            f"queries: {sql_of(bad.args[0])} (comparisons, AND, OR, NOT of aggregates, group columns "
+                            "that are not nullable, numbers and + - * / only)", self.select) from None
+
+
+def inexact(value: exp.Expression, sel: exp.Select, relations: dict[str, RelationDecl]) -> str | None:
+    """Why a set operation cannot compare ``value`` (an item of branch ``sel``) exactly, or None.  A FLOAT is
+    compared with ``=``, so a SUM's rounding makes the result depend on the order of inserts and deletes (SUM
+    of 0.1 and 0.2 less 0.1 is not 0.2), and NaN is unequal to itself; ``/`` is NULL over a 0 divisor in SQL,
+    which a value over aggregates reads as 0 (:func:`_nullable` takes a COUNT's quotient as never NULL)."""
+    if any(type(n) is exp.Div for n in value.walk()):
+        return "a quotient (/), NULL in SQL where its divisor is 0"
+    types = column_types(sel, relations)
+    for n in value.walk():
+        if type(n) is exp.Avg or type(n) is exp.Literal and not n.is_string and not n.this.lstrip("-").isdigit():
+            return "a FLOAT value, compared exactly"
+        if type(n) is exp.Column and not any(type(a) is exp.Count for a in _ancestors(n, value)) and \
+                types.get((n.table.lower(), n.name.lower()), "FLOAT" if not types else "INT") == "FLOAT":
+            return "a FLOAT value, compared exactly"
+    return None
+
+
+def _ancestors(n: exp.Expression, top: exp.Expression) -> list[exp.Expression]:
+    out = []
+    while n is not top and n.parent is not None:
+        n = n.parent
+        out.append(n)
+    return out
+
+
+def _key_indicator(e: exp.Expression) -> bool:
+    return type(e) is exp.Alias and e.alias.startswith(KEY_PREFIX) and e.alias[len(KEY_PREFIX):].isdigit()
 
 
 def _hidden_count(e: exp.Expression) -> bool:
@@ -193,8 +228,10 @@ def _hidden_count(e: exp.Expression) -> bool:
 
 def shown_items(b: exp.Select) -> list[exp.Expression]:
     """A branch's output items: not the hidden counts a rewrite over nullable columns appends (``__nonnull_k``,
-    where item ``k`` is NULL; ``__rows__null``, a group's rows: the part's own ``COUNT(*)`` says it)."""
-    return [e for e in b.expressions if not _hidden_count(e) and not (type(e) is exp.Alias and e.alias == ROWS)]
+    where item ``k`` is NULL; ``__rows__null``, a group's rows: the part's own ``COUNT(*)`` says it; an
+    arithmetic key's indicator ``__nullkey_k``, read as the key's flag)."""
+    return [e for e in b.expressions if not _hidden_count(e) and not _key_indicator(e) and
+            not (type(e) is exp.Alias and e.alias == ROWS)]
 
 
 def _flag_of(flag: exp.Column, key: exp.Expression) -> bool:

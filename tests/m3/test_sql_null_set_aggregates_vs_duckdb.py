@@ -31,8 +31,12 @@ SHAPES: dict[str, str] = {
         INTERSECT SELECT b, COUNT(*) FROM S GROUP BY b""",
     "except_of_nullable_sums": NULLABLE + """SELECT a, SUM(b) AS s FROM R GROUP BY a
         EXCEPT SELECT d, SUM(b) FROM S GROUP BY d""",
-    "keyless_intersect_of_nullable_sums": NULLABLE + """SELECT SUM(b) AS s, MAX(c) AS m FROM R
-        INTERSECT SELECT SUM(b), MAX(c) FROM S""",
+    "intersect_over_an_arithmetic_nullable_key": NULLABLE + """SELECT b + a AS k, COUNT(*) AS n FROM R
+        GROUP BY b + a INTERSECT SELECT b + d, COUNT(*) FROM S GROUP BY b + d""",
+    "union_all_over_an_arithmetic_nullable_key": NULLABLE + """SELECT b + a AS k, COUNT(*) AS n FROM R
+        GROUP BY b + a UNION ALL SELECT b + d, COUNT(*) FROM S GROUP BY b + d""",
+    "keyless_intersect_of_nullable_sums": NULLABLE + """SELECT SUM(b) AS s, MAX(b) AS m FROM R
+        INTERSECT SELECT SUM(b), MAX(d) FROM S""",  # (a FLOAT's MAX(c) is refused: compared exactly)
 }
 
 
