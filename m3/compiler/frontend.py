@@ -293,8 +293,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if order is not None:
         q = _query(name, sel, relations, ctx, rename)
         return replace(q, notes=(*q.notes, order))
-    if aggregated_union(sel) and not nested_branches(sel):  # UNION ALL of aggregated queries (:mod:`.setagg`)
-        return _over_parts(name, union_plan(sel, ctx), sel, relations, ctx)
+    if aggregated_union(sel) and not nested_branches(sel):  # a set operation of aggregated queries (:mod:`.setagg`)
+        return _over_parts(name, union_plan(sel, ctx, relations), sel, relations, ctx)
     if nested_branches(sel):  # a branch with a subquery: each branch a part, the view over their counts
         kind, sides = setop_branches(sel, ctx) if is_setop(sel) else (set_kind(sel), statement_branches(sel, ctx))
         return _over_parts(name, set_plan(kind, sides, ctx), sel, relations, ctx)

@@ -44,7 +44,7 @@ def never_equal(sel: exp.Expression, relations: dict[str, RelationDecl]) -> exp.
         return sel
     if _with_around(sel):
         return sel  # a WITH may name a FROM table again (WITH S AS (...) ... FROM S): its types are not the stream's
-    types = _column_types(sel, relations)
+    types = column_types(sel, relations)
     if not all((c.table.lower(), c.name.lower()) in types for c in sel.args["where"].find_all(exp.Column)):
         return sel  # a column not resolved here (unknown, ambiguous): the general rules refuse it by name
     if any(_never(p, types) for p in parts):
@@ -78,7 +78,7 @@ def _with_around(sel: exp.Expression) -> bool:
     return False
 
 
-def _column_types(sel: exp.Select, relations: dict[str, RelationDecl]) -> dict[tuple[str, str], str]:
+def column_types(sel: exp.Select, relations: dict[str, RelationDecl]) -> dict[tuple[str, str], str]:
     """``(alias, column) -> type`` for the FROM's relations (an unqualified column: alias ``''``, when one
     relation alone has it)."""
     from_ = sel.args.get("from_") or sel.args.get("from")

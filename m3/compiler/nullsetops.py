@@ -7,8 +7,9 @@ indicators included, so NULLs are equal to each other and apart from 0, as SQL's
 treat them (unlike ``=``).  That holds only where every branch has its indicators at the same places: the
 same items nullable in each (:func:`rewrite_branches` checks it; ``SELECT b FROM R UNION SELECT d FROM S``
 with only ``b`` nullable is refused by name: the other branch would need a constant indicator, which a view of
-rows reads as a value, not a key).  Aggregated branches and branches with subqueries are refused by name too
-(their hidden counts, ``__nonnull_k``, do not line up across branches).
+rows reads as a value, not a key).  Branches with subqueries are refused by name too.  A set operation whose
+branches are all aggregated has each rewritten as a query of its own, its hidden counts (``__nonnull_k``) and
+indicator keys read by :mod:`.setagg` (:mod:`.setbranch`), which lines them up or refuses by name.
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -49,6 +50,11 @@ def rewrite_branches(tree: exp.SetOperation, one: Callable[[exp.Select], exp.Sel
     """A copy of ``tree`` with each branch rewritten by ``one`` (module doc), or refused by name."""
     tree = tree.copy()
     patterns = []
+    if all(type(b) is exp.Select and not any(isinstance(n, exp.Select) and n is not b for n in b.walk()) and
+           any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk()) for b in leaves(tree)):
+        for branch in leaves(tree):  # aggregated branches: each its own query, its parts lined up by :mod:`.setagg`
+            branch.replace(one(branch.copy()))  # (detached: its rewrite sees no enclosing query)
+        return tree
     for branch in leaves(tree):
         if type(branch) is not exp.Select or branch.args.get("group") is not None or any(
                 isinstance(n, (exp.AggFunc, exp.Select)) and n is not branch for n in branch.walk()):

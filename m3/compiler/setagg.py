@@ -1,31 +1,56 @@
-"""A UNION ALL of aggregated queries: each branch a part grouped by its keys and a constant branch key.
+"""Set operations of aggregated queries: each branch a part, the view a condition on what each has at a key.
 
 Why: SQL's ``SELECT a, SUM(b) ... GROUP BY a UNION ALL SELECT c, COUNT(*) ... GROUP BY c`` holds one row per
 (branch, group): a key may occur once per branch, so the branches' maps cannot be added (as :mod:`.union` adds
 views of rows).  In the calculus each branch is an aggregate query of its own (a *part*, compiled from the
-general rules, :mod:`.lifted`) with one more group variable bound to a constant, ``{BR = i}`` (the constant
-key of :mod:`.outerkeys`, put back by :func:`.outerkeys.with_constants`); the view is keyed by the branches'
-key columns and the branch key (internal: no output row holds it), and reads value column ``j`` as the sum of
-the parts' ``#i.j`` at its row, of which only branch ``BR``'s has entries.  A hidden ``COUNT(*)`` per part says
-where a group has rows (a SUM of 0 is no map entry), and each part's value is multiplied by ``LEAST(rows, 1)``, 0
-at another branch's rows (a constant term, ``SUM(a) - 1``, is not added there).  Cost: that of the parts
-(first-order for SUM/COUNT/AVG, domain-bound for MIN/MAX), one more key column.
+general rules, :mod:`.lifted`; :mod:`.setbranch` says what the view reads of it: its values, whether it has a
+row at a key, whether a value is NULL), and the set operation is existence over the parts, as DBToaster lifts
+it: a row is in ``A INTERSECT B`` where both have it, in ``A EXCEPT B`` where A has it and B has not, in ``A
+UNION B`` where either has it.  A branch grouped by its selected columns has at most one row per key, so two
+branches hold the same row at a key exactly where both have a row there with equal values (NULL equal to NULL,
+as set operations compare):
 
-Refused by name: branches without GROUP BY (SQL's one row of each over no rows), a branch whose GROUP BY
-columns are not exactly its selected non-aggregate items, items that are keys in one branch and values in
-another, HAVING, DISTINCT, ORDER BY or LIMIT in a branch.
+==================  =====================================================================================
+``UNION ALL``       keyed by the keys and a constant branch key ``{BR = i}`` (internal: a key in two branches
+                    is two rows), value ``j`` the sum of the parts' ``#i.j * LEAST(rows_i, 1)`` (0 at another
+                    branch's rows), where a part has its row
+``UNION``           as UNION ALL, a row of branch ``i`` kept unless an earlier branch has the same row at its
+                    key (that branch read at the row: a part of its own with the branch key ``i``)
+``INTERSECT``       keyed by the keys: branch 0's values, where every branch has the same row
+``EXCEPT``          keyed by the keys: branch 0's values, where branch 0 has its row and no later one the same
+==================  =====================================================================================
+
+``INTERSECT ALL`` and ``EXCEPT ALL`` are INTERSECT and EXCEPT: every branch holds each row once.  A DISTINCT
+branch is the branch.  Branches without GROUP BY have one row each, also over no rows (SQL): an INTERSECT or
+EXCEPT of them is a view without keys whose row is there while its condition holds (``ALWAYS``).  Over nullable
+columns each branch comes rewritten (:mod:`.nullsetops`): a nullable key has its indicator key (internal), a
+value its ``__null`` column (0 where it is NULL), and the branches must have their nullable keys at the same
+places.  Cost: that of
+the parts (first-order for SUM/COUNT/AVG, domain-bound for MIN/MAX), a lookup per part at each row read; UNION
+of n branches compiles branch ``k`` once more for each later branch (``n (n - 1) / 2`` more parts).
+
+Refused by name: a UNION [ALL] of branches without GROUP BY (one row per branch over no rows: a view keyed by the
+branch has no row while its maps are empty), a branch whose GROUP BY columns are not exactly its selected
+non-aggregate items, items that are keys in one branch and values in another, ORDER BY or LIMIT in a branch, a
+HAVING other than comparisons of aggregates and group columns under AND, OR, NOT, a chain of different kinds.
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
 >>> from ..printer import format_view_expr
+>>> from ..ast import Column, RelationDecl
 >>> p = plan(sqlglot.parse_one("SELECT a, SUM(b) AS s FROM R GROUP BY a UNION ALL SELECT c, COUNT(*) FROM S GROUP BY c"),
-...          PlainErrors())
+...          PlainErrors(), {})
 >>> [s.sql() for s in p.parts], p.keys, p.internal
 (['SELECT a, SUM(b) AS c0, COUNT(*) AS c1 FROM R GROUP BY a', 'SELECT c, COUNT(*) AS c0, COUNT(*) AS c1 FROM S GROUP BY c'], ('a', '__branch'), ('__branch',))
 >>> format_view_expr(p.columns[0][1])
 '#0.0[A, BRANCH] * LEAST(#0.1[A, BRANCH], 1) + #1.0[A, BRANCH] * LEAST(#1.1[A, BRANCH], 1)'
 >>> format_view_expr(p.where)
-'0 < #0.1[A, BRANCH] + #1.1[A, BRANCH]'
+'0 < #0.1[A, BRANCH] OR 0 < #1.1[A, BRANCH]'
+>>> p = plan(sqlglot.parse_one("SELECT a, SUM(b) AS s FROM R GROUP BY a EXCEPT SELECT c, COUNT(*) FROM S GROUP BY c"),
+...          PlainErrors(), {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"))),
+...                          "S": RelationDecl("S", "STREAM", (Column("c", "INT"),))})
+>>> p.keys, format_view_expr(p.columns[0][1]), format_view_expr(p.where)
+(('a',), '#0.0[A]', '0 < #0.1[A] AND NOT (0 < #1.1[A] AND #0.0[A] = #1.0[A])')
 """
 
 from __future__ import annotations
@@ -34,82 +59,180 @@ import functools
 
 from sqlglot import exp
 
-from ..ast import Cmp, Const, MapRef, Var
-from ..viewnodes import Arith
+from ..ast import Cmp, Const, Expr, RelationDecl, Var
+from ..nullable import indicator
+from ..viewnodes import Arith, BoolOp
 from .lifted import Plan
 from .nodes import sql_of
-from .outerkeys import ConstKey
 from .resolve import Positions
+from .setbranch import TRUE, Branch, aggregated, inexact, shown_items
 from .setparts import key_variables, output_names
 
 BRANCH = "__branch"  # the internal key: which branch a row is of
+_KINDS = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
 
 
-def _leaves(u: exp.Expression) -> list[exp.Expression]:
-    if isinstance(u, exp.Union) and u.args.get("distinct") is False:
-        return _leaves(u.this) + _leaves(u.expression)
+def _kind(u: exp.Expression) -> str:
+    return _KINDS[type(u)] + (" ALL" if u.args.get("distinct") is False else "")
+
+
+def _leaves(u: exp.Expression, kind: str) -> list[exp.Expression]:
+    """The operands of a chain of one kind (EXCEPT's right side a leaf: A - B - C is left-associative)."""
+    if isinstance(u, exp.SetOperation) and _kind(u) == kind:
+        right = [u.expression] if kind.startswith("EXCEPT") else _leaves(u.expression, kind)
+        return _leaves(u.this, kind) + right
     return [u]
 
 
 def _aggregated(s: exp.Expression) -> bool:
-    return type(s) is exp.Select and any(isinstance(n, exp.AggFunc) for e in s.expressions for n in e.walk())
+    return type(s) is exp.Select and any(aggregated(e) for e in s.expressions)
 
 
-#: What a UNION node of such a statement may hold: its two sides (a LIMIT, OFFSET or ORDER BY of the union is
-#: left to :mod:`.union`, which refuses it by name).
-_UNION_PARTS = frozenset({"this", "expression", "distinct"})
+#: What a set-operation node of such a statement may hold: its two sides (a LIMIT, OFFSET or ORDER BY of it is
+#: left to :mod:`.union` and :mod:`.setops`, which refuse it by name).
+_PARTS = frozenset({"this", "expression", "distinct"})
 
 
 def _bare(u: exp.Expression) -> bool:
-    return not isinstance(u, exp.Union) or (
-        all(k in _UNION_PARTS or v in (None, False, [], "") for k, v in u.args.items())
+    return not isinstance(u, exp.SetOperation) or (
+        all(k in _PARTS or v in (None, False, [], "") for k, v in u.args.items())
         and _bare(u.this) and _bare(u.expression))
 
 
 def aggregated_union(sel: exp.Expression) -> bool:
-    """Whether ``sel`` is a UNION ALL statement (no WITH, LIMIT, OFFSET or ORDER BY of its own) whose branches
-    are all aggregated queries."""
-    leaves = _leaves(sel)
-    return len(leaves) > 1 and _bare(sel) and all(map(_aggregated, leaves))
+    """Whether ``sel`` is a set-operation statement (no WITH, LIMIT, OFFSET or ORDER BY of its own) whose operands
+    are all aggregated queries (a chain of another kind inside one is refused by :func:`plan`)."""
+    if not isinstance(sel, exp.SetOperation):
+        return False
+    leaves = _all_leaves(sel)
+    return _bare(sel) and all(map(_aggregated, leaves))
 
 
-def plan(sel: exp.Expression, ctx: Positions) -> Plan:
-    """The parts (one per branch, with the constant branch key) and the view over them (module doc)."""
-    branches = _leaves(sel)
-    names = output_names(branches[0])
-    keyed = [not any(isinstance(n, exp.AggFunc) for n in e.walk()) for e in branches[0].expressions]
+def _all_leaves(u: exp.Expression) -> list[exp.Expression]:
+    if isinstance(u, exp.SetOperation):
+        return _all_leaves(u.this) + _all_leaves(u.expression)
+    return [u]
+
+
+def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]) -> Plan:
+    """The parts and the view over them (module doc); ``relations``: the streams and tables (column types)."""
+    kind = _kind(sel)
+    leaves = _leaves(sel, kind)
+    for leaf in leaves:
+        if type(leaf) is not exp.Select:
+            raise ctx.error(f"unsupported {_kind(leaf) if isinstance(leaf, exp.SetOperation) else 'operand'} inside "
+                            f"a {kind} of aggregated queries ({sql_of(leaf)}): one kind of set operation per "
+                            "statement", leaf)
+    first = leaves[0].copy()
+    first.set("expressions", shown_items(first))  # (over nullable columns: its hidden counts are not outputs)
+    names = output_names(first)
+    branches = [Branch.of(b, len(names), ctx) for b in leaves]
+    keyed = [not aggregated(e.this if type(e) is exp.Alias else e) for e in first.expressions]
+    for b, leaf in zip(branches, leaves) if kind != "UNION ALL" else ():  # UNION ALL compares no values
+        for v in b.values:
+            why = inexact(v, leaf, relations)
+            if why is not None:
+                raise ctx.error(f"unsupported {kind} of aggregated queries comparing {sql_of(v)}: {why} (UNION ALL "
+                                "compares no values; docs/m3.md, \"a set operation statement of aggregated queries\")", leaf)
+    for b in leaves[1:]:
+        if [not aggregated(e.this if type(e) is exp.Alias else e) for e in shown_items(b)] != keyed:
+            raise ctx.error(f"unsupported {kind} branch of aggregated queries {sql_of(b)}: each branch grouped by "
+                            "exactly its selected columns, at the same places (a key may occur once per branch)", b)
     key_names = [n for n, k in zip(names, keyed) if k]
+    flagged = branches[0].flagged
+    for b, leaf in zip(branches[1:], leaves[1:]):
+        if b.flagged != flagged:
+            raise ctx.error(f"unsupported {kind} of aggregated queries over nullable columns whose branches differ in "
+                            f"which keys are nullable ({sql_of(leaf)}): every branch's key at a place nullable, or "
+                            "none (docs/m3.md, \"NULLs\")", leaf)
+    key_names += [indicator(key_names[n]) for n in flagged]  # internal: NULL keys (:func:`.liftview.lifted_view`)
+    value_names = [n for n, k in zip(names, keyed) if not k]
+    keyless = not key_names
+    if keyless and not all(b.keyless for b in branches):
+        raise ctx.error(f"unsupported {kind} of aggregated queries mixing branches with and without GROUP BY "
+                        f"({sql_of(sel)})", sel)
+    if kind.startswith("UNION"):
+        if keyless:
+            raise ctx.error(f"unsupported {kind} of aggregated queries without GROUP BY ({sql_of(sel)}): SQL has "
+                            "one row per branch also over no rows, which a view keyed by the branch cannot hold "
+                            "while its maps are empty (INTERSECT and EXCEPT of them compile)", sel)
+        return _union(kind, branches, key_names, value_names, ctx)
+    return _intersect_except(kind, branches, key_names, value_names, ctx)
+
+
+def _same(branches: list[Branch], a: tuple[int, int], b: tuple[int, int], row_a: tuple, row_b: tuple) -> Expr:
+    """Where branch ``a[0]`` (part ``a[1]``) and branch ``b[0]`` (part ``b[1]``) hold equal values (NULL equal
+    to NULL); both are known to have their row."""
+    ba, bb = branches[a[0]], branches[b[0]]
+    out: list[Expr] = []
+    for j in range(len(ba.values)):
+        eq = Cmp("=", ba.value(a[1], row_a, j), bb.value(b[1], row_b, j))
+        na, nb = ba.is_null(a[1], row_a, j), bb.is_null(b[1], row_b, j)
+        if na is None and nb is None:
+            out.append(eq)
+            continue
+        nulls = [x for x in (na, nb) if x is not None]
+        both = BoolOp("AND", (na, nb)) if len(nulls) == 2 else None
+        neither = BoolOp("AND", tuple(BoolOp("NOT", (x,)) for x in nulls) + (eq,))
+        out.append(neither if both is None else BoolOp("OR", (both, neither)))
+    return out[0] if len(out) == 1 else BoolOp("AND", tuple(out))
+
+
+def _intersect_except(kind: str, branches: list[Branch], key_names: list[str], value_names: list[str],
+                      ctx: Positions) -> Plan:
+    key_vars = tuple(key_variables(key_names))
+    row = tuple(Var(v) for v in key_vars)
+    conds = [branches[0].condition(0, row, ctx)]
+    for i, b in enumerate(branches[1:], 1):
+        same = _flat("AND", [b.condition(i, row, ctx), _same(branches, (0, 0), (i, i), row, row)])
+        conds.append(same if kind.startswith("INTERSECT") else BoolOp("NOT", (same,)))
+    columns = tuple((n, branches[0].value(0, row, j)) for j, n in enumerate(value_names)) + tuple(
+        (indicator(n), branches[0].counted(0, row, j) or branches[0].rows(0, row))
+        for j, n in enumerate(value_names) if _nullable(branches, j))
+    return Plan(tuple(b.part(None) for b in branches), tuple(key_names), key_vars, columns,
+                _flat("AND", conds), always=not key_names)
+
+
+def _union(kind: str, branches: list[Branch], key_names: list[str], value_names: list[str], ctx: Positions) -> Plan:
     key_vars = tuple(key_variables(key_names + [BRANCH.strip("_")]))
     row = tuple(Var(v) for v in key_vars)
-    parts, sums = [], []
+    n = len(branches)
+    parts = [b.part(i) for i, b in enumerate(branches)]
+    seen: dict[tuple[int, int], int] = {}  # (earlier branch k, branch i) -> branch k's part keyed as branch i
+    if kind == "UNION":
+        for i in range(1, n):
+            for k in range(i):
+                seen[(k, i)] = len(parts)
+                parts.append(branches[k].part(i))
+    total = []
+    for j in range(len(value_names)):
+        terms = [Arith("*", b.value(i, row, j), Arith("LEAST", b.rows(i, row), Const(1)))
+                 for i, b in enumerate(branches)]
+        total.append(functools.reduce(lambda a, c: Arith("+", a, c), terms))  # 0 at another branch's rows
+    mine = []
     for i, b in enumerate(branches):
-        for arg in ("having", "distinct", "order", "limit", "offset"):
-            if b.args.get(arg):
-                raise ctx.error(f"unsupported {arg.upper()} in a UNION ALL branch of aggregated queries {sql_of(b)}", b)
-        group = b.args.get("group")
-        if len(b.expressions) != len(names):
-            raise ctx.error(f"UNION ALL branches select {len(names)} and {len(b.expressions)} columns", b)
-        items = [e.this if type(e) is exp.Alias else e for e in b.expressions]
-        keys = [x for x, k in zip(items, keyed) if k]
-        if group is None or any(isinstance(n, exp.AggFunc) for x in keys for n in x.walk()) or \
-                any(not any(isinstance(n, exp.AggFunc) for n in x.walk()) for x, k in zip(items, keyed) if not k) or \
-                sorted(g.sql() for g in group.expressions) != sorted(x.sql() for x in keys):
-            raise ctx.error(f"unsupported UNION ALL branch of aggregated queries {sql_of(b)}: each branch grouped by "
-                            "exactly its selected columns, at the same places (a key may occur once per branch)", b)
-        values = [x for x, k in zip(items, keyed) if not k] + [exp.Count(this=exp.Star())]
-        part = b.copy()
-        named = [exp.alias_(v.copy(), f"c{j}") for j, v in enumerate(values)]
-        part.set("expressions", [x.copy() for x in keys] + named)
-        part.set("group", exp.Group(expressions=[x.copy() for x in keys]))
-        part.meta["constants"] = {len(keys): ConstKey(i, "INT", len(keys))}  # (:func:`.outerkeys.with_constants`)
-        parts.append(part)
-        rows = MapRef(f"#{i}.{len(values) - 1}", row)  # its COUNT(*): 0 at another branch's rows, where a constant
-        mine = Arith("LEAST", rows, Const(1))  # term of this branch's value (SUM(a) - 1) must not be added
-        sums.append([Arith("*", MapRef(f"#{i}.{j}", row), mine) for j in range(len(values) - 1)] + [rows])
-    total = [functools.reduce(lambda a, b: Arith("+", a, b), [s[j] for s in sums]) for j in range(len(sums[0]))]
-    columns = tuple((n, t) for n, t in zip([n for n, k in zip(names, keyed) if not k], total))
-    return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, Cmp("<", Const(0), total[-1]),
-                internal=(BRANCH,))
+        has = b.condition(i, row, ctx)
+        if kind == "UNION":  # not a row an earlier branch has at the key (read there as if of branch i)
+            has = _flat("AND", [has] + [BoolOp("NOT", (_flat("AND", [
+                branches[k].condition(seen[(k, i)], row, ctx), _same(branches, (k, seen[(k, i)]), (i, i), row, row)]),))
+                for k in range(i)])
+        mine.append(has)
+    for j, n in enumerate(value_names):  # where a value is NULL: 0 (:func:`boreas.m3.nullable.shown_columns`)
+        if _nullable(branches, j):
+            value_names.append(indicator(n))
+            total.append(functools.reduce(lambda a, c: Arith("+", a, c), [Arith("*", Arith(
+                "LEAST", b.counted(i, row, j) or b.rows(i, row), Const(1)), Arith("LEAST", b.rows(i, row), Const(1)))
+                for i, b in enumerate(branches)]))
+    columns = tuple(zip(value_names, total))
+    return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, _flat("OR", mine), internal=(BRANCH,))
 
 
+def _nullable(branches: list[Branch], j: int) -> bool:
+    """Whether value ``j`` gets its NULL indicator column: some branch reads nullable columns for it."""
+    return any(j in b.nonnull for b in branches)
 
+
+def _flat(op: str, conds: list[Expr]) -> Expr:
+    flat = [x for c in conds for x in (c.args if isinstance(c, BoolOp) and c.op == op else (c,))
+            if not (op == "AND" and x == TRUE and len(conds) > 1)]
+    return flat[0] if len(flat) == 1 else BoolOp(op, tuple(flat))

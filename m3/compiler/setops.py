@@ -23,7 +23,8 @@ an event costs what it costs in the branch alone; a view's rows are where one
 of its maps has an entry, then the condition decides (a row only B has is
 read and dropped).  The branches pair their columns by position (names from
 the first); types must match.  A chain mixing ALL and set operations, a set
-operation of aggregated queries and a UNION inside one are refused by name;
+operation of aggregated queries beside views of rows (all aggregated: :mod:`.setagg`) and a UNION inside one
+are refused by name;
 a statement with a subquery in a branch's WHERE is a view over its branches
 as parts (:mod:`.setparts`).
 
@@ -81,8 +82,8 @@ def branches(u: exp.Expression, ctx: Positions) -> tuple[str, list[exp.Select]]:
         aggregated = b.args.get("group") is not None or b.args.get("having") is not None or \
             any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk())
         if aggregated:
-            raise ctx.error(f"unsupported {kind} of aggregated queries ({sql_of(b)}): a view holds one row per key "
-                            f"(compare views of rows)", b)
+            raise ctx.error(f"unsupported {kind} of an aggregated query ({sql_of(b)}) and a view of rows: every "
+                            f"branch aggregated (compiled as parts, compiler/setagg.py) or none", b)
         if not bag:
             b.set("distinct", exp.Distinct())
         if w is not None:

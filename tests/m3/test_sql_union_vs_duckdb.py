@@ -123,19 +123,15 @@ def test_a_union_adds_terms_to_one_map_per_aggregate():
 
 @pytest.mark.parametrize("sql, message", [
     (GENERIC + "SELECT a FROM R UNION SELECT b FROM S UNION ALL SELECT d FROM T", "unsupported UNION (SELECT a"),
-    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION SELECT b, COUNT(*) FROM S GROUP BY b",
-     "unsupported UNION of aggregated queries"),
     (GENERIC + "SELECT a FROM R INTERSECT ALL SELECT b FROM S INTERSECT SELECT d FROM T",
      "unsupported INTERSECT ALL beside INTERSECT in one statement"),
-    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a EXCEPT ALL SELECT b, COUNT(*) FROM S GROUP BY b",
-     "unsupported EXCEPT ALL of aggregated queries"),
     (GENERIC + "SELECT a FROM R EXCEPT SELECT b FROM S UNION SELECT d FROM T",
      "unsupported EXCEPT (SELECT a FROM R EXCEPT SELECT b FROM S) here"),
     (GENERIC + "SELECT a FROM R UNION SELECT b FROM S EXCEPT SELECT d FROM T", "unsupported UNION inside an EXCEPT"),
-    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a INTERSECT SELECT b, COUNT(*) FROM S GROUP BY b",
-     "unsupported INTERSECT of aggregated queries"),
     (GENERIC + "SELECT a, b FROM R EXCEPT SELECT b FROM S", "EXCEPT branches of view Q1 select 2 and 1 columns"),
     (GENERIC + "SELECT a FROM R INTERSECT SELECT g FROM T", "a INT column beside a STRING one"),
+    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a EXCEPT SELECT b FROM S",  # (all aggregated: setagg)
+     "unsupported EXCEPT of an aggregated query (SELECT a, COUNT(*) AS n FROM R GROUP BY a) and a view of rows"),
     (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT b FROM S",  # (all aggregated: setagg)
      "unsupported UNION ALL of aggregated queries"),
     (GENERIC + "SELECT DISTINCT a FROM R UNION ALL SELECT b FROM S", "unsupported DISTINCT in a UNION ALL branch"),
