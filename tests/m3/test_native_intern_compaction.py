@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import pytest
 
-from boreas.m3.runtime.native.backend import NativeMaps
+from boreas.m3.runtime.native.codes import Compactor
 
 import m3_harness
 from m3_harness import Harness
 
-UNBOUNDED = pytest.mark.xfail(strict=True, reason="issue 34: the intern table only grows (no compaction yet)")
 FLOOR = 64  # the compaction floor for these tests (the runtime's is 65,536)
 NEW_PER_BATCH, BATCHES, KEEP = 24, 40, 2  # strings new in each batch; batches; batches a row stays live
 
@@ -56,7 +55,7 @@ def live_bound() -> int:
 
 @pytest.fixture
 def small_floor(monkeypatch):
-    monkeypatch.setattr(NativeMaps, "COMPACT_FLOOR", FLOOR, raising=False)
+    monkeypatch.setattr(Compactor, "FLOOR", FLOOR)
     monkeypatch.setattr(m3_harness, "BACKEND", "native")
 
 
@@ -66,12 +65,12 @@ def table_size(rt) -> int:
     return len(native.ids.strings)
 
 
-@UNBOUNDED
 def test_deleted_strings_leave_the_intern_table_and_the_views_match_duckdb(small_floor):
     rt = Harness(SQL).run(string_batches(), delete_all=False)
     assert rt.backend == "native"
     assert table_size(rt) <= live_bound(), f"{table_size(rt)} strings interned, {BATCHES * NEW_PER_BATCH} seen"
     assert len(rt.native_maps().ids) == table_size(rt)  # the dict and the list are one table
+    assert rt.native_maps().compactor.done >= 2
 
 
 def test_restore_and_moves_after_a_compaction(small_floor):
@@ -79,6 +78,7 @@ def test_restore_and_moves_after_a_compaction(small_floor):
     moves = {i: backend for i, backend in zip(range(10, BATCHES, 7), ["python", "native"] * 5)}
     h = Harness(SQL)
     rt = h.run(string_batches()[:BATCHES - 1], delete_all=False)
+    assert rt.native_maps().compactor.done
     state = rt.state()
     rt.restore(state)  # onto itself: the C maps rebuilt from the mirror, the table kept
     assert sorted(rt.view("Q1").items()) == sorted(Harness(SQL).run(string_batches()[:BATCHES - 1],
@@ -87,7 +87,7 @@ def test_restore_and_moves_after_a_compaction(small_floor):
     assert again.entries() == 0
 
 
-@pytest.mark.parametrize("backend", ["python", pytest.param("native", marks=UNBOUNDED)])
+@pytest.mark.parametrize("backend", ["python", "native"])
 def test_a_windowed_box_keyed_by_unique_strings_stays_bounded(backend, monkeypatch):
     """A TUMBLE box grouped by a string new in every row: its windows close, their strings leave the table."""
     from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
@@ -96,7 +96,7 @@ def test_a_windowed_box_keyed_by_unique_strings_stays_bounded(backend, monkeypat
     from boreas.node.operators.registry import DEFAULT_REGISTRY
     from boreas.wire.columns import Columns, from_rows
 
-    monkeypatch.setattr(NativeMaps, "COMPACT_FLOOR", FLOOR, raising=False)
+    monkeypatch.setattr(Compactor, "FLOOR", FLOOR)
     bid = Schema("BidTuple", (Field("auction", FieldType.INT), Field("extra", FieldType.STRING, 40),
                               Field("ts", FieldType.LONG)))
     sql = ("CREATE STREAM Bid(auction INT, extra STRING, ts INT, WATERMARK FOR ts AS ts - 0);\n"
@@ -126,3 +126,4 @@ def test_a_windowed_box_keyed_by_unique_strings_stays_bounded(backend, monkeypat
     assert sorted(emitted) == sorted((*k, *v) for k, v in want.items())
     if backend == "native":
         assert max(sizes) <= 2 * (2 * per_window + 8) + FLOOR + per_window, sizes
+        assert op.runtime.native_maps().compactor.done >= 2
