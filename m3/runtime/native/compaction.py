@@ -28,7 +28,8 @@ that took codes with their list (:class:`.export.Exported`,
 ``node/operators/m3changes.StringTable``, :class:`.export.StringSlots`)
 still decodes them, and notices the new one by its identity.  A Cumulus
 member runtime keeps codes across batches (a pre-copy's dirty keys, a
-staging's entries) and does not compact (``Runtime.compacts_strings``).
+staging's entries) and does not compact (``MemberRuntime.compacts_strings``
+is False).
 """
 
 from __future__ import annotations
