@@ -15,9 +15,10 @@ sampling after each eighth:
   held session rows) and
 * the process's RSS (``VmRSS`` of /proc/self/status);
 
-and at the end the native backend's interned strings (its intern table is
-never emptied: a string column of distinct values that the box interned
-grows it with the stream, which the map entries do not show).
+and at the end the native backend's interned strings (a string column of
+distinct values that the box reads grows its intern table, which the map
+entries do not show, until a compaction drops the strings no map holds:
+docs/m3_native.md, "The intern table").
 
 The *plateau* is the largest sample over the second
 half of the run (the windows have long started closing by then), the peak

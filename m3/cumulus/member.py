@@ -146,6 +146,8 @@ class MemberRuntime(Runtime):
     of the batch then name owned keys only.
     """
 
+    compacts_strings = False  # keeps intern ids across batches (a pre-copy's, a staging's): m3/runtime/native/compaction.py
+
     def __init__(self, program: Program | str, layout: Layout, member: int, plan: Plan | None = None, **kwargs):
         super().__init__(program, **kwargs)
         self.member = member

@@ -39,7 +39,7 @@ from .closed import Keep, closed_entries, closed_store, general_rows, remove_clo
 from .codegen import build, program_source
 from .initial import initial_values, relation_rows
 from .maps import MapStore, index_specs
-from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
+from .native import BEYOND_64_BITS, IntOverflow, choose, compaction, mirror
 from .ports import ViewInfo, relation_ports, view_ports
 from .reads import Reads
 from .text import program_from_text
@@ -136,6 +136,7 @@ class Runtime(Reads):
                        for rel, sign, rows in batches]
         native = self._native
         if native is not None:
+            batches = compaction.before_batch(self, native, batches, columnar=False)
             try:
                 prepared = [native.prepare(rel, sign, mirror.read_columns(rows, self._arity[rel], rel,
                                                                           native.read_positions(rel, sign)), len(rows))
@@ -185,6 +186,7 @@ class Runtime(Reads):
         native = self._native
         if native is None:
             return self._apply_python(self._rows_of_columns(batches))
+        batches = compaction.before_batch(self, native, batches, columnar=True)
         try:
             prepared = [native.prepare(rel, sign, cols, len(cols[0])) for rel, sign, cols in batches if cols and len(cols[0])]
         except IntOverflow as exc:
@@ -330,10 +332,9 @@ class Runtime(Reads):
             return list(self._shown(view, rows).items())
 
     def remove_at_most(self, bounds: Mapping[str, tuple[int, float]]) -> int:
-        """Delete the entries :meth:`entries_at_most` gives for each ``map: (position, bound)``, recording no
-        view change (the state of closed windows, which no row changes again); the number deleted.  On the
-        native backend by their codes in C, no key decoded; the mirror drops the ones it holds (a key it lags
-        on is pending and reads 0 when it catches up)."""
+        """Delete the entries :meth:`entries_at_most` gives for each ``map: (position, bound)``, recording no view
+        change (the state of closed windows, which no row changes again); the number deleted.  On the native
+        backend by their codes in C; the mirror drops those it holds (one it lags on reads 0 when it catches up)."""
         with self._lock:
             gone = remove_closed(self._store, self._native, bounds)
             if gone:

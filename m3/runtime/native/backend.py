@@ -25,7 +25,7 @@ from ...errors import RuntimeStateError
 from ...functions import FUNCTIONS, result_type
 from .build import Built, build
 from .cgen import Module, generate
-from .codes import Codec, Dates, DayNumbers, Interner, packed
+from .codes import Codec, Compactor, Dates, DayNumbers, Interner, packed
 from .computed import distinct_arguments, spread
 from .crt_api import CDEF
 from .crt_slices import SLICES_CDEF
@@ -93,6 +93,7 @@ class NativeMaps:
         for s in module.strings:  # the generated code knows string constants by these ids
             self.ids[s]
         self._sent = 0  # strings of the intern table the C side has (only when it orders strings)
+        self.compactor = Compactor()  # when the intern table is next compacted (.compaction)
         self.send_strings()
         self.map_no = {name: i for i, name in enumerate(module.maps)}
         self.trigger_no = {key: i for i, key in enumerate(module.triggers)}
@@ -110,10 +111,11 @@ class NativeMaps:
         """One column as the C side reads it (:meth:`.codes.Codec.column`)."""
         return self.codec.column(values, m3_type)
 
-    def send_strings(self) -> None:
-        """Give the C side the strings interned since the last call, when its conditions order strings."""
+    def send_strings(self, again: bool = False) -> None:
+        """Give the C side the strings interned since the last call (``again``: all), if it orders strings."""
         if not self.module.string_order:
             return
+        self._sent = 0 if again else self._sent
         strings = self.ids.strings
         for i in range(self._sent, len(strings)):
             b = strings[i].encode("utf-8", "surrogatepass")

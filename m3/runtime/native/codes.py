@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime
 from array import array
+from dataclasses import dataclass
+from typing import ClassVar
 
 
 def packed(values, typecode: str) -> bool:
@@ -38,6 +40,36 @@ class Interner(dict):
         i = self[s] = len(self.strings)
         self.strings.append(s)
         return i
+
+    def replace(self, strings: list[str]) -> None:
+        """Make ``strings`` the table (their ids their positions: :mod:`.compaction`); the old list is left as it
+        was, for a reader that took codes with it, and a new list object tells a cache it changed.
+
+        >>> ids = Interner(); _ = ids["a"], ids["b"]; old = ids.strings
+        >>> ids.replace(["b"]); ids["b"], ids["c"], ids.strings, old
+        (0, 1, ['b', 'c'], ['a', 'b'])
+        """
+        self.clear()
+        self.strings = list(strings)
+        self.update(zip(self.strings, range(len(self.strings))))
+
+
+@dataclass
+class Compactor:
+    """When one runtime's intern table is next compacted (:mod:`.compaction`; owned by its ``NativeMaps``).
+
+    >>> Compactor().due(65_536), Compactor().due(65_537), Compactor(live=40_000).due(70_000)
+    (False, True, False)
+    """
+
+    FLOOR: ClassVar[int] = 65_536  # a table this small is never compacted (tests lower it)
+    live: int = 0  # strings live at the last compaction
+    done: int = 0  # compactions so far
+
+    def due(self, size: int) -> bool:
+        """Whether a table of ``size`` strings has grown past twice its live size at the last compaction (and
+        the floor)."""
+        return size > max(2 * self.live, self.FLOOR)
 
 
 class DayNumbers(dict):

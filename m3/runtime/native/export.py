@@ -49,7 +49,7 @@ _KIND = {"INT": 0, "DATE": 0, "FLOAT": 1, "STRING": 2}  # how rt_export hashes a
 class Exported:
     """``len(values)`` entries of map ``name`` as column buffers: ``keys[i]`` the int64 codes of key column i
     (of M3 type ``key_types[i]``), ``values`` int64 or float64 (a FLOAT map); a STRING code indexes ``strings``
-    (the runtime's intern table, which only grows)."""
+    (the runtime's intern table when they were read: a compaction replaces it by a new list, .compaction)."""
 
     name: str
     key_types: tuple[str, ...]
@@ -74,14 +74,19 @@ class Exported:
 class StringSlots:
     """The slot of each interned string by its id, extended as the intern table grows (one CRC per string).
 
-    >>> StringSlots().of(["", "q3", "ASIA"]).tolist()
+    >>> slots = StringSlots(); slots.of(["", "q3", "ASIA"]).tolist()
     [0, 3202, 1223]
+    >>> slots.of(["ASIA"]).tolist()  # a compacted table (a new list): worked out again
+    [1223]
     """
 
     def __init__(self) -> None:
         self._slots = np.zeros(0, dtype=np.int16)
+        self._of: list[str] | None = None  # the table they are of (a compacted one is a new list: .compaction)
 
     def of(self, strings: list[str]) -> np.ndarray:
+        if strings is not self._of:
+            self._of, self._slots = strings, np.zeros(0, dtype=np.int16)
         if len(strings) > len(self._slots):
             more = [zlib.crc32(s.encode("utf-8", "surrogatepass")) >> 20 for s in strings[len(self._slots):]]
             self._slots = np.concatenate([self._slots, np.asarray(more, dtype=np.int16)])
