@@ -104,7 +104,8 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
                                                              counted)
         if rows:
             shown = nulls.get(v.name)
-            changes[v.name] = shown.rows(rows) if shown else rows
+            # (an ALWAYS view without WHERE never loses its one row: its NULLs are shown also where all is 0)
+            changes[v.name] = shown.rows(rows, v.always and v.where is None) if shown else rows
     if rows_memo is not None:
         rows_memo.done(version)
     return changes

@@ -106,11 +106,13 @@ class M3Operator(Operator):
         # Views whose changes are read from the native journals as columns (node/operators/m3changes.py): all of
         # the box's views must be plain for that, so one batch's changes are all read one way.
         decls = [self.plan.program.view(view.name) for view in self.plan.views]
-        self._plain_views = [None if d.general else d for d in decls]
-        self.columns_out = bool(decls) and all(not d.general for d in decls)
+        # (an ALWAYS view's one row stays at all zeros, which the journals' columns would read as a row that left)
+        self._plain_views = [None if d.general or d.always else d for d in decls]
+        self.columns_out = bool(decls) and all(not d.general and not d.always for d in decls)
         self._strings = m3changes.StringTable()  # the intern table as Arrow, for STRING keys of the changes
         # The views as last emitted, for the -old of a changelog where the journals are not read as columns
-        self._memo = ViewMemo(lambda view: self.runtime.view(view))
+        self._memo = ViewMemo(lambda view: self.runtime.view(view),
+                              frozenset(d.name for d in decls if d.always and d.where is None))
 
     def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
         """The box's plan (a partitioned SESSION member's adds its held rows' map: node/cumulus/sessions.py)."""
@@ -152,7 +154,7 @@ class M3Operator(Operator):
         native = self.runtime.native_maps()
         columns_out = native is not None and self.columns_out
         if not columns_out and self.emits_changes:
-            self._memo.load([view.name for view in self.plan.views])
+            self._memo.load([view.name for view in self.plan.views], self.runtime.version == 0)
         try:
             apply(groups)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime

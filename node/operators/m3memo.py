@@ -35,36 +35,58 @@ def present(value: Any) -> bool:
 
 
 class ViewMemo:
-    """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``."""
+    """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``.
 
-    def __init__(self, read: Callable[[str], dict[tuple, Any]]):
+    ``always``: the views whose one row never leaves (``ALWAYS`` without WHERE: an aggregate without GROUP BY),
+    so a value of all zeros (``COUNT(*)`` 0 after the last delete) is their row, retracted and emitted as any:
+
+    >>> memo = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> memo.load(["N"])
+    >>> memo.revise("N", [((), 0)])
+    ([((), 1), ((), 0)], [-1, 1])
+    >>> memo.revise("N", [((), None)]), memo.revise("N", [((), 2)])
+    (([((), 0), ((), None)], [-1, 1]), ([((), None), ((), 2)], [-1, 1]))
+    >>> fresh = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> fresh.load(["N"], fresh=True)
+    >>> fresh.revise("N", [((), 2)])
+    ([((), 2)], [1])
+    """
+
+    def __init__(self, read: Callable[[str], dict[tuple, Any]], always: frozenset[str] = frozenset()):
         self._read = read
+        self._always = always
         self._rows: dict[str, dict[tuple, Any]] = {}
 
     def forget(self) -> None:
         """The maps were replaced (a restore): read every view again when it next changes."""
         self._rows.clear()
 
-    def load(self, views: list[str]) -> None:
-        """Read the views not held yet (before a batch is applied: their rows are then the old ones)."""
+    def load(self, views: list[str], fresh: bool = False) -> None:
+        """Read the views not held yet (before a batch is applied: their rows are then the old ones); ``fresh``:
+        the runtime has applied no batch, so nothing was emitted yet, an ALWAYS view's row included (its first
+        change is then ``+new`` alone, not the retraction of a row no subscriber got)."""
         for view in views:
             if view not in self._rows:
-                self._rows[view] = {k: v for k, v in self._read(view).items() if present(v)}
+                always = view in self._always
+                self._rows[view] = {} if always and fresh else \
+                    {k: v for k, v in self._read(view).items() if always or present(v)}
 
     def revise(self, view: str, changed: list[tuple[tuple, Any]]) -> tuple[list[tuple[tuple, Any]], list[int]]:
         """``(key, value)`` pairs and their weights for the changes of one batch: ``-old`` for a row that was
         there, ``+new`` for one that is; a key whose value did not change gives nothing."""
         rows = self._rows[view]
+        always = view in self._always
         pairs: list[tuple[tuple, Any]] = []
         weights: list[int] = []
         for key, value in changed:
+            had = key in rows  # (a view of one column holds None for its row's NULL: not absent)
             old = rows.get(key)
-            if old is not None and old == value:
+            if had and old == value:
                 continue
-            if old is not None:
+            if had:
                 pairs.append((key, old))
                 weights.append(-1)
-            if present(value):
+            if always or present(value):
                 pairs.append((key, value))
                 weights.append(1)
                 rows[key] = value
