@@ -12,7 +12,7 @@ aggregate already has such a count (:mod:`.threevalued`'s, of a nullable argumen
 The rewrite is one SQL → SQL function before the query is translated; :func:`always` says whether it applied
 (the front end sets :attr:`.sqlquery.SqlQuery.always`, the pipeline the view's ``always``).  Left as before (the
 row absent while no row is read, docs/m3.md "Rows"): a HAVING (the row is there where it holds), DISTINCT, a
-FROM item that is not a relation (a derived table: :mod:`.singleton`, :mod:`.lifted`), a subquery in the
+FROM item that is not a relation (a derived table: :mod:`.singleton`, :mod:`.lifted`), an outer join, a subquery in the
 SELECT list (:mod:`.selectsub`), an aggregate under anything but arithmetic in its item (``COALESCE(SUM(a),
 0)``: one count cannot say what that is), and one item over aggregates filtered differently.
 
@@ -50,9 +50,9 @@ def always(sel: exp.Expression) -> bool:
         return False
     from_ = sel.args.get("from_") or sel.args.get("from")
     joins = sel.args.get("joins") or []
-    if not isinstance(from_, exp.From) or not all(type(t) is exp.Table for t in
-                                                  [from_.this] + [j.this for j in joins]):
-        return False
+    items = [from_.this] + [j.this for j in joins] if isinstance(from_, exp.From) else []
+    if not items or not all(type(t) is exp.Table for t in items) or any(j.side for j in joins):
+        return False  # (an outer join's parts, :mod:`.outer`, name their items anew)
     items = [e for e in sel.expressions if not (type(e) is exp.Alias and e.alias.startswith(COUNT_PREFIX))]
     own = [n for e in items for n in e.walk() if isinstance(n, exp.AggFunc)]
     if not own or any(isinstance(n, (exp.Subquery, exp.Select, exp.Window)) for e in items for n in e.walk()):
