@@ -154,7 +154,7 @@ class M3Operator(Operator):
         native = self.runtime.native_maps()
         columns_out = native is not None and self.columns_out
         if not columns_out and self.emits_changes:
-            self._memo.load([view.name for view in self.plan.views], self.runtime.version == 0)
+            self._memo.load([view.name for view in self.plan.views])
         try:
             apply(groups)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
@@ -238,7 +238,8 @@ class M3Operator(Operator):
 
     def state(self) -> dict:
         runtime = self.runtime.state() if self.rows is None else self.rows.state(self.runtime.state())
-        return {"runtime": runtime, "ignored": self.ignored, "failed": self.failed_batches}
+        return {"runtime": runtime, "ignored": self.ignored, "failed": self.failed_batches,
+                "emitted": self._memo.state()}
 
     def restore(self, state: dict, now: float | None = None) -> None:
         try:
@@ -247,7 +248,12 @@ class M3Operator(Operator):
             raise self.error(f"cannot restore its maps: {exc}") from None
         self.ignored = int(state.get("ignored", 0))
         self.failed_batches = int(state.get("failed", 0))
-        self._memo.forget()
+        # which ALWAYS views' row a subscriber has; a state from before sqlO's fix has no "emitted": the box then
+        # emitted a keyless row only while it read rows, so the row counts as emitted where the maps hold entries
+        # (docs/m3.md, "Rows")
+        emitted = state["emitted"] if "emitted" in state else \
+            (self._memo.always if self.runtime.entries() > 0 else ())
+        self._memo.restore(emitted)
 
     # -- the query API ---------------------------------------------------------------
 

@@ -7,9 +7,13 @@ retracts.  The native, plain-view path reads old values from the journals
 (:mod:`.m3changes`); every other view (a general view, the Python backend)
 asks this memo, which holds the view's rows as the box last emitted them.
 
-It owns nothing a move must carry: the rows are the views' contents, so
-the memo is filled from the runtime before the first batch after the box
-is built or restored (:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).
+The rows are the views' contents, so the memo is filled from the runtime
+before the first batch after the box is built or restored
+(:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).  One thing the maps do not
+say is carried with the box's state: which ``ALWAYS`` views' row a
+subscriber got (:meth:`ViewMemo.state`, :meth:`ViewMemo.restore`), since
+such a row is in the view before any batch, and emitted only with the first
+batch that changes it.
 
 >>> memo = ViewMemo(lambda view: {})
 >>> memo.load(["V"])
@@ -23,7 +27,7 @@ is built or restored (:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -41,14 +45,19 @@ class ViewMemo:
     so a value of all zeros (``COUNT(*)`` 0 after the last delete) is their row, retracted and emitted as any:
 
     >>> memo = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> memo.restore(["N"])  # (a box restored after its row was emitted)
     >>> memo.load(["N"])
     >>> memo.revise("N", [((), 0)])
     ([((), 1), ((), 0)], [-1, 1])
     >>> memo.revise("N", [((), None)]), memo.revise("N", [((), 2)])
     (([((), 0), ((), None)], [-1, 1]), ([((), None), ((), 2)], [-1, 1]))
     >>> fresh = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
-    >>> fresh.load(["N"], fresh=True)
-    >>> fresh.revise("N", [((), 2)])
+    >>> fresh.load(["N"])
+    >>> fresh.revise("N", [((), 2)]), fresh.state()
+    (([((), 2)], [1]), ['N'])
+    >>> moved = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> moved.restore([])  # (its row was never emitted before the snapshot)
+    >>> moved.load(["N"]); moved.revise("N", [((), 2)])
     ([((), 2)], [1])
     """
 
@@ -56,19 +65,35 @@ class ViewMemo:
         self._read = read
         self._always = always
         self._rows: dict[str, dict[tuple, Any]] = {}
+        #: the ALWAYS views whose row was emitted (the others' row is in the view, but no subscriber has it)
+        self._emitted: set[str] = set()
+
+    @property
+    def always(self) -> frozenset[str]:
+        """The views whose one row never leaves."""
+        return self._always
 
     def forget(self) -> None:
-        """The maps were replaced (a restore): read every view again when it next changes."""
+        """The maps were replaced (a layout change): read every view again when it next changes."""
         self._rows.clear()
 
-    def load(self, views: list[str], fresh: bool = False) -> None:
-        """Read the views not held yet (before a batch is applied: their rows are then the old ones); ``fresh``:
-        the runtime has applied no batch, so nothing was emitted yet, an ALWAYS view's row included (its first
-        change is then ``+new`` alone, not the retraction of a row no subscriber got)."""
+    def state(self) -> list[str]:
+        """The ``ALWAYS`` views whose row was emitted: part of the box's state, as the maps are."""
+        return sorted(self._emitted)
+
+    def restore(self, emitted: Iterable[str]) -> None:
+        """The box's state was replaced (restore, move): its maps, and ``emitted``, what :meth:`state` said."""
+        self._rows.clear()
+        self._emitted = set(emitted) & self._always
+
+    def load(self, views: list[str]) -> None:
+        """Read the views not held yet (before a batch is applied: their rows are then the old ones); an ALWAYS
+        view whose row was never emitted holds none (its first change is then ``+new`` alone, not the
+        retraction of a row no subscriber got)."""
         for view in views:
             if view not in self._rows:
                 always = view in self._always
-                self._rows[view] = {} if always and fresh else \
+                self._rows[view] = {} if always and view not in self._emitted else \
                     {k: v for k, v in self._read(view).items() if always or present(v)}
 
     def revise(self, view: str, changed: list[tuple[tuple, Any]]) -> tuple[list[tuple[tuple, Any]], list[int]]:
@@ -90,6 +115,8 @@ class ViewMemo:
                 pairs.append((key, value))
                 weights.append(1)
                 rows[key] = value
+                if always:
+                    self._emitted.add(view)
             else:
                 rows.pop(key, None)
         return pairs, weights
