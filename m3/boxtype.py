@@ -187,6 +187,20 @@ def _staged(text: str, streams: tuple[RelationDecl, ...]) -> tuple[str, tuple[Re
     return staged.leaves_text, streams, plan_stages(staged, program, views)
 
 
+def members_plan(plan: BoxPlan) -> BoxPlan:
+    """A partitioned box's plan: its views without ``ALWAYS`` (docs/m3.md, "Rows").
+
+    A map without keys is kept whole on its home segment, so every other
+    member's runtime would show an ``ALWAYS`` view's one row too (zeros and
+    NULLs), which its changelog would emit and the query API would merge; the
+    members' keyless view has its row while it reads rows instead, as before sqlO.
+    """
+    if not any(v.always for v in plan.program.views):
+        return plan
+    views = tuple(replace(v, always=False) for v in plan.program.views)
+    return replace(plan, program=replace(plan.program, views=views))
+
+
 def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     """Check the box against its in schemas; what each port feeds and what each out port carries."""
     program, relations, views = compile_box(box, inputs)

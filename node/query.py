@@ -133,8 +133,9 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     if view_name is not None:
         view = program.view(view_name)
         keys = op.runtime.views[view_name].keys
-        if view.plain_map is not None and ViewNulls.of(view.keys, view.internal, ()) is None:
-            # one map is the whole view: its reads are the map's (but a NULL key is the view's to show)
+        if view.plain_map is not None and ViewNulls.of(view.keys, view.internal, ()) is None and not view.always:
+            # one map is the whole view: its reads are the map's (but a NULL key is the view's to show, and an
+            # ALWAYS view's one row is there while the map is empty: COUNT(*) 0)
             return Target(name, keys, map=view.plain_map)
         return Target(name, keys, view=view_name)  # computed when read (quotients, HAVING, MIN, ...)
     for decl in program.maps:

@@ -138,7 +138,8 @@ def view_columns(q, var: dict, keys: tuple[V, ...], make: MakeAgg,
     having = b.condition(q.having) if q.having is not None else None
     plain = having is None and all(isinstance(c, tuple) and c[0] in ("map", "avg") for _, c in columns)
     where = having
-    if rows or (not plain and not b.exact):  # rows are where the group has rows, not where some sum is non-zero
+    # rows are where the group has rows, not where some sum is non-zero; an ALWAYS view's one row is always
+    if (rows or (not plain and not b.exact)) and not q.always:
         rows = ("map", b.add("rows", 1, count=True))
         where = conj([(">", rows, 0)] + ([having] if having is not None else []))
     if not b.aggregates:

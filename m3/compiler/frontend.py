@@ -1,17 +1,15 @@
 """Pass 1, the front end: SQL text → declared relations and resolved queries (sqlglot parses).
 
-Accepted input: ``CREATE STREAM|TABLE name (col type [NOT NULL], ...)``
-declarations, then ``SELECT`` queries (optionally ``CREATE VIEW name[(names)]
-AS SELECT ...``) that aggregate with SUM, COUNT or AVG (of arithmetic, CASE
-and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over
-aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
-``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
-equi-joins (comma joins, ``JOIN ... ON``, and ``JOIN ... USING`` and ``NATURAL JOIN``
-rewritten into them first, with ``DATE_PART``: :mod:`.sugar`; outer joins as parts: :mod:`.outer`), with
-selections comparing a column with a constant or another column (``= <> < <= > >=``,
-``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE``/``NOT LIKE`` a constant
-pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
-or ALL) and ``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).
+Accepted input: ``CREATE STREAM|TABLE name (col type [NOT NULL], ...)`` declarations, then ``SELECT`` queries
+(optionally ``CREATE VIEW name[(names)] AS SELECT ...``) that aggregate with SUM, COUNT or AVG (of arithmetic,
+CASE and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over aggregates and HAVING
+(:mod:`.viewexpr`; without GROUP BY one row always: :mod:`.keyless`), or select columns (``*``, ``alias.*``;
+``DISTINCT``: a view of rows, :mod:`.outputs`), over inner equi-joins (comma joins, ``JOIN ... ON``, and ``JOIN ...
+USING`` and ``NATURAL JOIN`` rewritten into them first, with ``DATE_PART``: :mod:`.sugar`; outer joins as parts:
+:mod:`.outer`), with selections comparing a column with a constant or another column (``= <> < <= > >=``,
+``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE``/``NOT LIKE`` a constant pattern, AND, OR, NOT), ``GROUP
+BY`` columns (by name, SELECT alias, position or ALL) and ``ORDER BY`` (ignored: a view is a set; the query's
+``notes`` say so).
 Constants may be expressions (:mod:`.constants`).  Subqueries in FROM and
 WITH without aggregates are flattened first (:mod:`.derived`; two FROM items named alike up to case
 are named apart before: :mod:`.clashes`); a UNION ALL
@@ -121,6 +119,7 @@ from .sugar import desugar
 from .sumjoin import joined as sum_joined
 from .notexists import as_extremes
 from .threevalued import rewrite as nulls_explicit
+from .keyless import always as keyless, one_row_view
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
 from .windows import refuse_windows
@@ -253,9 +252,10 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         explicit = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         # a correlation with a nullable outer column leaves ``r.b__null = 0`` in its subquery, to move out
         sel = outer_conditions_out(explicit) if explicit is not sel and _has_indicator(explicit) else explicit
+        one_row = keyless(sel)  # an aggregate without GROUP BY: its one row always, NULLs counted (:mod:`.keyless`)
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
         sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
-        q = _query(name, sel, relations, ctx, rename)
+        q = one_row_view(_query(name, sel, relations, ctx, rename), one_row)
         return replace(q, notes=(*q.notes, EQUAL_ROWS_NOTE.format(name=name))) if equal_rows else q
     except CompileError as e:
         raise CompileError(f"{e.message} in view {name}", e.pos) from None

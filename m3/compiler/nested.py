@@ -40,9 +40,9 @@ joined with the middle subquery's rows and the inner one's
 >>> from .normalize import normalize
 >>> rels, (q,) = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(a INT, c INT);
 ...     SELECT SUM(b) AS s FROM R WHERE EXISTS (SELECT * FROM S WHERE S.a = R.a AND c > 1)''')
->>> nq = normalize(rels, q)
+>>> nq = normalize(rels, q)  # (without GROUP BY: s__null, SUM's COUNT of rows, NULL over none, :mod:`.keyless`)
 >>> [(a.name, str(a.agg)) for a in nq.aggregates]
-[('s', 'AggSum([A], R(A, B) * B)'), ('rows', 'AggSum([A], R(A, B))'), ('n1_n', 'AggSum([A], S(A, C_1) * {1 < C_1})')]
+[('s', 'AggSum([A], R(A, B) * B)'), ('s__null', 'AggSum([A], R(A, B))'), ('n1_n', 'AggSum([A], S(A, C_1) * {1 < C_1})')]
 >>> nq.extra_keys, nq.nested
 ((V(name='A', type='INT'),), ('>', ('map', 2), 0))
 >>> rels, (q,) = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(d INT);

@@ -180,7 +180,7 @@ def views(c: Compilation) -> Compilation:
             out.append(safely((q.name,), lambda q=q: lifted_view(q.name, q.lifted, [part_columns(*query_view(p))
                                                                              for p in q.lifted.parts])))
         else:  # GROUP BY columns not selected: keys no output row holds
-            out.append(replace(query_view(q)[1], internal=q.internal))
+            out.append(replace(query_view(q)[1], internal=q.internal, always=q.always))
     return replace(c, maps=maps, pending=tuple(pending), views=c.views + tuple(out))
 
 

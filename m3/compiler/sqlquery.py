@@ -29,3 +29,4 @@ class SqlQuery:
     setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
     lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
     internal: tuple[str, ...] = ()  # the group_by names no output row holds (GROUP BY columns not selected)
+    always: bool = False  # an aggregate without GROUP BY: its one row also over no rows (:mod:`.keyless`)

@@ -75,7 +75,10 @@ class Reads:
                 else:
                     keys.update(dict.fromkeys(store.stored_keys(m)))
             first = v.maps[0]
-            return self._shown(name, {store.unpack(first, k): plain_value(store, v, k) for k in keys})
+            rows = {store.unpack(first, k): plain_value(store, v, k) for k in keys}
+            if v.always and not rows:  # an ALWAYS view's one row while its maps hold no entry (NULLs shown)
+                rows[()] = 0 if len(v.columns) == 1 else (0,) * len(v.columns)
+            return self._shown(name, rows)
 
     def _shown(self, name: str, rows: dict[tuple, object]) -> dict[tuple, object]:
         """A view's rows with its NULLs shown as None (:class:`boreas.m3.nullable.ViewNulls`)."""

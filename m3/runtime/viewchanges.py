@@ -102,12 +102,14 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
     for v in views:
         form = forms.get(v.name)
         shown = nulls.get(v.name)
-        gone = GONE if shown is not None and shown.values else None  # (a view with NULL values: GONE = left)
+        always = v.always and v.where is None  # (its one row never leaves: no GONE)
+        gone = GONE if shown is not None and shown.values and not always else None  # (NULL values: GONE = left)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
                                                              memo.previous if memo.plans else None, rows_memo,
                                                              counted, gone)
         if rows:  # (a general view's rows that left are GONE already: the others are in it, all zero or not)
-            changes[v.name] = shown.rows(rows, present=form is not None) if shown else rows
+            # (an ALWAYS view without WHERE never loses its one row: its NULLs are shown also where all is 0)
+            changes[v.name] = shown.rows(rows, present=form is not None or always) if shown else rows
     if rows_memo is not None:
         rows_memo.done(version)
     return changes

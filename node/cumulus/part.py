@@ -24,30 +24,24 @@ member plays three roles:
   member's maps at its end (:meth:`at_epoch`, through the deltas each member
   keeps for the last few epochs).
 
-Deadlock-free: every member follows the same order, and a push for version
-``v`` depends only on versions before ``v``.  A plan whose statements read
-no map at all (a single relation's ``GROUP BY`` sums) needs no order: what a
-version adds does not depend on what was applied before it, so its Work is
-applied as it arrives, and an epoch's deltas are the same in any order;
-epochs still end, for stable reads.  A statement that reads a map, even a
-co-located one (a join on the partition key), makes a version's change
-depend on the versions before it: applied out of epoch order, a late Work of
-epoch ``e`` would record, as ``e``'s delta, a change computed from a later
-epoch's state, and READ_STABLE of ``e`` would be wrong.  Layout changes (moves, splits,
-rebalances while events flow) are :mod:`~boreas.node.cumulus.relayouts`' and :mod:`~boreas.node.cumulus.precopy`'s.
+Deadlock-free: every member follows the same order, and a push for version ``v`` depends only on versions before
+``v``. A plan whose statements read no map at all (a single relation's ``GROUP BY`` sums) needs no order: what a
+version adds does not depend on what was applied before it, so its Work is applied as it arrives, and an epoch's
+deltas are the same in any order; epochs still end, for stable reads. A statement that reads a map, even a
+co-located one (a join on the partition key), makes a version's change depend on the versions before it: applied
+out of epoch order, a late Work of epoch ``e`` would record, as ``e``'s delta, a change computed from a later
+epoch's state, and READ_STABLE of ``e`` would be wrong. Layout changes (moves, splits, rebalances while events
+flow) are :mod:`~boreas.node.cumulus.relayouts`' and :mod:`~boreas.node.cumulus.precopy`'s.
 
-The operator does no I/O: messages to other members leave on out ports that
-the dataflow sends on the internal streams ``{box}@{member}``
-(:meth:`internal_streams`, wired by :mod:`~boreas.node.cumulus.ports`);
-everything it remembers is in :meth:`state`, so snapshots, replay and moves
-work unchanged.
+The operator does no I/O: messages to other members leave on out ports that the dataflow sends on the internal
+streams ``{box}@{member}`` (:meth:`internal_streams`, wired by :mod:`~boreas.node.cumulus.ports`); everything it
+remembers is in :meth:`state`, so snapshots, replay and moves work unchanged.
 
-**A composed member.**  Each member is a :class:`~.member.Member`, whose
-parts each own their state and their part of ``state()``/``restore()``
-(:mod:`~boreas.node.cumulus.member` lists who owns what); the members on one
-node share a :class:`~.hosting.Host`.  :class:`PartOperator` is the
-:class:`~boreas.node.operators.m3box.M3Operator` the dataflow and the query
-API see: it builds the member, splits a version's rows and writes them (the applier's :class:`~.applying.Writer`).
+**A composed member.** Each member is a :class:`~.member.Member`, whose parts each own their state and their part
+of ``state()``/``restore()`` (:mod:`~boreas.node.cumulus.member` lists who owns what); the members on one node
+share a :class:`~.hosting.Host`. :class:`PartOperator` is the :class:`~boreas.node.operators.m3box.M3Operator` the
+dataflow and the query API see: it builds the member, splits a version's rows and writes them (the applier's
+:class:`~.applying.Writer`).
 """
 
 from __future__ import annotations
@@ -57,6 +51,7 @@ import time
 
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
+from boreas.m3.boxtype import BoxPlan, members_plan
 from boreas.m3.cumulus import Layout, LayoutError, classify, refuse_misplaced
 from boreas.m3.cumulus.native_member import ColumnRows, NativeMemberRuntime
 from boreas.m3.cumulus.plan import LOCAL
@@ -129,6 +124,10 @@ class PartOperator(M3Operator):
             for m in members:
                 if m != me:
                     self._guest(m, partition)
+
+    def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
+        """The box's plan, its views without ``ALWAYS`` (:func:`~boreas.m3.boxtype.members_plan`)."""
+        return members_plan(super().plan_of(box, inputs))
 
     def _guest(self, member: int, partition: Partition) -> PartOperator:
         return type(self)(self.box, self.inputs, self.outputs, partition, self.endpoint, member=member,

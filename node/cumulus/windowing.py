@@ -174,7 +174,7 @@ class SessionPartOperator(WindowedPartOperator):
 
     def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
         """The box's plan with its session ports feeding their held relations (m3/sessionheld.py)."""
-        plan = plan_box(box, inputs)
+        plan = super().plan_of(box, inputs)
         return held_plan(plan, [w for w in plan.windows if isinstance(w, Session)])
 
     def work_groups(self, port: int, rows: list | bytes | Columns) -> Groups:

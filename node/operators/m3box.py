@@ -106,12 +106,14 @@ class M3Operator(Operator):
         # Views whose changes are read from the native journals as columns (node/operators/m3changes.py): all of
         # the box's views must be plain for that, so one batch's changes are all read one way.
         decls = [self.plan.program.view(view.name) for view in self.plan.views]
-        self._plain_views = [None if d.general else d for d in decls]
-        self.columns_out = bool(decls) and all(not d.general for d in decls)
+        # (an ALWAYS view's one row stays at all zeros, which the journals' columns would read as a row that left)
+        self._plain_views = [None if d.general or d.always else d for d in decls]
+        self.columns_out = bool(decls) and all(not d.general and not d.always for d in decls)
         self._strings = m3changes.StringTable()  # the intern table as Arrow, for STRING keys of the changes
         # The views as last emitted, for the -old of a changelog where the journals are not read as columns
         self.marked = marked_views(decls)  # (views whose changes say GONE where a row left: with NULL values)
-        self._memo = ViewMemo(lambda view: self.runtime.view(view), self.marked)
+        self._memo = ViewMemo(lambda view: self.runtime.view(view), self.marked,
+                              always=frozenset(d.name for d in decls if d.always and d.where is None))
 
     def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
         """The box's plan (a partitioned SESSION member's adds its held rows' map: node/cumulus/sessions.py)."""
@@ -242,7 +244,8 @@ class M3Operator(Operator):
 
     def state(self) -> dict:
         runtime = self.runtime.state() if self.rows is None else self.rows.state(self.runtime.state())
-        return {"runtime": runtime, "ignored": self.ignored, "failed": self.failed_batches}
+        return {"runtime": runtime, "ignored": self.ignored, "failed": self.failed_batches,
+                "emitted": self._memo.state()}
 
     def restore(self, state: dict, now: float | None = None) -> None:
         try:
@@ -251,7 +254,12 @@ class M3Operator(Operator):
             raise self.error(f"cannot restore its maps: {exc}") from None
         self.ignored = int(state.get("ignored", 0))
         self.failed_batches = int(state.get("failed", 0))
-        self._memo.forget()
+        # which ALWAYS views' row a subscriber has; a state from before sqlO's fix has no "emitted": the box then
+        # emitted a keyless row only while it read rows, so the row counts as emitted where the maps hold entries
+        # (docs/m3.md, "Rows")
+        emitted = state["emitted"] if "emitted" in state else \
+            (self._memo.always if self.runtime.entries() > 0 else ())
+        self._memo.restore(emitted)
 
     # -- the query API ---------------------------------------------------------------
 

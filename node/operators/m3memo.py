@@ -7,9 +7,13 @@ retracts.  The native, plain-view path reads old values from the journals
 (:mod:`.m3changes`); every other view (a general view, the Python backend)
 asks this memo, which holds the view's rows as the box last emitted them.
 
-It owns nothing a move must carry: the rows are the views' contents, so
-the memo is filled from the runtime before the first batch after the box
-is built or restored (:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).
+The rows are the views' contents, so the memo is filled from the runtime
+before the first batch after the box is built or restored
+(:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).  One thing the maps do not
+say is carried with the box's state: which ``ALWAYS`` views' row a
+subscriber got (:meth:`ViewMemo.state`, :meth:`ViewMemo.restore`), since
+such a row is in the view before any batch, and emitted only with the first
+batch that changes it.
 
 >>> memo = ViewMemo(lambda view: {})
 >>> memo.load(["V"])
@@ -62,34 +66,76 @@ _ABSENT = object()  # (a key the memo does not hold: its value may be None, a NU
 
 class ViewMemo:
     """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``;
-    ``marked``: the views whose changes tell a row that left by GONE (:func:`marked_views`)."""
+    ``marked``: the views whose changes tell a row that left by GONE (:func:`marked_views`).
 
-    def __init__(self, read: Callable[[str], dict[tuple, Any]], marked: Collection[str] = frozenset()):
+    ``always``: the views whose one row never leaves (``ALWAYS`` without WHERE: an aggregate without GROUP BY),
+    so a value of all zeros (``COUNT(*)`` 0 after the last delete) is their row, retracted and emitted as any:
+
+    >>> memo = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> memo.restore(["N"])  # (a box restored after its row was emitted)
+    >>> memo.load(["N"])
+    >>> memo.revise("N", [((), 0)])
+    ([((), 1), ((), 0)], [-1, 1])
+    >>> memo.revise("N", [((), None)]), memo.revise("N", [((), 2)])
+    (([((), 0), ((), None)], [-1, 1]), ([((), None), ((), 2)], [-1, 1]))
+    >>> fresh = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> fresh.load(["N"])
+    >>> fresh.revise("N", [((), 2)]), fresh.state()
+    (([((), 2)], [1]), ['N'])
+    >>> moved = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
+    >>> moved.restore([])  # (its row was never emitted before the snapshot)
+    >>> moved.load(["N"]); moved.revise("N", [((), 2)])
+    ([((), 2)], [1])
+    """
+
+    def __init__(self, read: Callable[[str], dict[tuple, Any]], marked: Collection[str] = frozenset(),
+                 always: frozenset[str] = frozenset()):
         self._read = read
         self._marked = marked
+        self._always = always
         self._rows: dict[str, dict[tuple, Any]] = {}
+        #: the ALWAYS views whose row was emitted (the others' row is in the view, but no subscriber has it)
+        self._emitted: set[str] = set()
+
+    @property
+    def always(self) -> frozenset[str]:
+        """The views whose one row never leaves."""
+        return self._always
 
     def forget(self) -> None:
-        """The maps were replaced (a restore): read every view again when it next changes."""
+        """The maps were replaced (a layout change): read every view again when it next changes."""
         self._rows.clear()
 
+    def state(self) -> list[str]:
+        """The ``ALWAYS`` views whose row was emitted: part of the box's state, as the maps are."""
+        return sorted(self._emitted)
+
+    def restore(self, emitted: Iterable[str]) -> None:
+        """The box's state was replaced (restore, move): its maps, and ``emitted``, what :meth:`state` said."""
+        self._rows.clear()
+        self._emitted = set(emitted) & self._always
+
     def load(self, views: list[str]) -> None:
-        """Read the views not held yet (before a batch is applied: their rows are then the old ones)."""
+        """Read the views not held yet (before a batch is applied: their rows are then the old ones); an ALWAYS
+        view whose row was never emitted holds none (its first change is then ``+new`` alone, not the
+        retraction of a row no subscriber got)."""
         for view in views:
             if view not in self._rows:
-                self._rows[view] = dict(present_rows(self._read(view), view in self._marked))
+                always = view in self._always
+                self._rows[view] = ({} if view not in self._emitted else dict(self._read(view))) if always \
+                    else dict(present_rows(self._read(view), view in self._marked))
 
     def revise(self, view: str, changed: list[tuple[tuple, Any]]) -> tuple[list[tuple[tuple, Any]], list[int]]:
         """``(key, value)`` pairs and their weights for the changes of one batch: ``-old`` for a row that was
         there (its value None included: a NULL), ``+new`` for one that is; a key whose value did not change
         gives nothing."""
         rows = self._rows[view]
-        marked = view in self._marked
+        marked, always = view in self._marked, view in self._always
         pairs: list[tuple[tuple, Any]] = []
         weights: list[int] = []
         for key, value in changed:
-            old = rows.get(key, _ABSENT)
-            gone = left(value, marked)
+            old = rows.get(key, _ABSENT)  # (a view of one column holds None for its row's NULL: not absent)
+            gone = not always and left(value, marked)
             if old is not _ABSENT and not gone and old == value:
                 continue
             if old is not _ABSENT:
@@ -101,4 +147,6 @@ class ViewMemo:
                 pairs.append((key, value))
                 weights.append(1)
                 rows[key] = value
+                if always:
+                    self._emitted.add(view)
         return pairs, weights
