@@ -41,7 +41,7 @@ from boreas.wire.columns import weighted
 from . import m3changes, m3columns
 from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError
-from .m3memo import ViewMemo, marked_views
+from .m3memo import ViewMemo, marked_views, present
 from .m3rows import StatelessRows
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,11 @@ class M3Operator(Operator):
                     if view is not None and (changed := m3changes.view_changes(
                         native, view, self.plan.views[port].keys, self.plan.outputs[port], self._strings)) is not None]
         emitted: Emitted = []
-        for view, changed in self.runtime.changes().items():
+        changes = self.runtime.changes()
+        for view in self._memo.unsent():  # (an ALWAYS view's row not sent yet: sent now, changed or not)
+            if not changes.get(view):
+                changes[view] = list(self.runtime.view(view).items())
+        for view, changed in changes.items():
             out = self._port_of_view.get(view)
             if out is not None and changed:
                 pairs, weights = self._memo.revise(view, changed)
@@ -255,10 +259,10 @@ class M3Operator(Operator):
         self.ignored = int(state.get("ignored", 0))
         self.failed_batches = int(state.get("failed", 0))
         # which ALWAYS views' row a subscriber has; a state from before sqlO's fix has no "emitted": the box then
-        # emitted a keyless row only while it read rows, so the row counts as emitted where the maps hold entries
-        # (docs/m3.md, "Rows")
+        # emitted a keyless row only while the view read one not all zero, so the row counts as emitted where the
+        # view's own row reads so now (not where any map of the box holds entries) (docs/m3.md, "Rows")
         emitted = state["emitted"] if "emitted" in state else \
-            (self._memo.always if self.runtime.entries() > 0 else ())
+            [view for view in self._memo.always if any(present(v) for v in self.runtime.view(view).values())]
         self._memo.restore(emitted)
 
     # -- the query API ---------------------------------------------------------------

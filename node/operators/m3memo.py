@@ -110,6 +110,12 @@ class ViewMemo:
         """The ``ALWAYS`` views whose row was emitted: part of the box's state, as the maps are."""
         return sorted(self._emitted)
 
+    def unsent(self) -> list[str]:
+        """The ``ALWAYS`` views whose one row was never emitted: the box sends it with the next batch it applies
+        even where the batch did not change it (a first batch of rows that leave ``MAX`` NULL), so a reader of
+        the changelog holds the row SQL has."""
+        return [view for view in self._always if view not in self._emitted]
+
     def restore(self, emitted: Iterable[str]) -> None:
         """The box's state was replaced (restore, move): its maps, and ``emitted``, what :meth:`state` said."""
         self._rows.clear()

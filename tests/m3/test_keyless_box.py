@@ -92,6 +92,9 @@ def test_a_restored_box_retracts_only_the_row_it_emitted(backend, first, snapsho
         from support.native import skip_without_native
 
         skip_without_native()
+    if snapshot != "current" and first == [(0, 5, 1)]:
+        pytest.skip("a box now sends its row with the first batch it applies; a snapshot without the mark was "
+                    "made by a box that sent none while its maps were empty, which the WHERE kept empty here")
     query = QUERIES[0]
     plan = plan_submission(Catalog(), [read_document(app(backend, query), "app.xml")], BOX_TYPES)
     cat = plan.catalog
@@ -108,10 +111,47 @@ def test_a_restored_box_retracts_only_the_row_it_emitted(backend, first, snapsho
             for row, weight in changes(sent):
                 bag[tuple(row)] += weight
         assert all(n >= 0 for n in bag.values()), (i, bag)
-        if i:  # (before the box's row first changes, a subscriber has no row)
-            assert Counter({r: k for r, k in bag.items() if k}) == duck(live, query), i
+        # (the box's one row is sent with the first batch it applies, changed or not: the subscriber has SQL's)
+        assert Counter({r: k for r, k in bag.items() if k}) == duck(live, query), i
         op = dataflow.operators["q"]
         state = op.state()
         if snapshot != "current":
             state.pop("emitted", None)
         op.restore(state)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_an_old_snapshot_whose_maps_hold_entries_but_whose_row_was_never_sent(backend):
+    """A snapshot from before sqlO (no "emitted"): that box sent a keyless row only while the view read one not
+    all zero.  Here its maps hold entries (R's rows, waiting for an S row to match) while the view reads 0: the
+    restored box must not retract a row its subscriber never had."""
+    if backend == "native":
+        from support.native import skip_without_native
+
+        skip_without_native()
+    sql = ("CREATE STREAM R(g INT, b INT);&#10;CREATE STREAM S(g INT, b INT);&#10;"
+           "SELECT COUNT(*) AS c FROM R WHERE EXISTS (SELECT * FROM S WHERE S.g = R.g)")
+    text = f"""<borealis>
+      <schema name="RT"><field name="g" type="int"/><field name="b" type="int"/></schema>
+      <input stream="R" schema="RT"/><input stream="S" schema="RT"/>
+      <box name="q" type="m3"><in stream="R"/><in stream="S"/><out stream="V"/>
+        <parameter name="sql" value="{sql}"/><parameter name="backend" value="{backend}"/></box>
+      <output stream="V"/>
+    </borealis>"""
+    plan = plan_submission(Catalog(), [read_document(text, "app.xml")], BOX_TYPES)
+    assert plan.ok, plan.problems
+    cat = plan.catalog
+    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
+    dataflow.reconfigure(cat)
+    op = dataflow.operators["q"]
+    op.runtime.apply_grouped([("R", 1, [(1, 5)])])  # (as the old box held it: applied, nothing sent)
+    state = op.state()
+    state.pop("emitted")
+    op.restore(state)
+    bag: Counter = Counter()
+    asyncio.run(dataflow.router.enter("S", [(1, 4)], "pub-S", 0, ""))
+    for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
+        for row, weight in changes(sent):
+            bag[tuple(row)] += weight
+    assert +bag == Counter({(1,): 1}) and all(n >= 0 for n in bag.values()), bag

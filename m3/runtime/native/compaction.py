@@ -92,9 +92,10 @@ def compact(native: NativeMaps, batches: Sequence[tuple]) -> list[tuple]:
     remap[live] = np.arange(len(live), dtype=np.int64)
     kept = [strings[i] for i in live.tolist()]
     for name, (table, vals) in dumps.items():
+        m = native.map_no[name]
+        native.lib.rt_pending_reload(native.rt, m)  # its pending keys are codes of the old table (empty or not)
         if not len(vals):
             continue
-        m = native.map_no[name]
         renumbered = table.copy()
         for p in positions[name]:
             renumbered[:, p] = remap[table[:, p]]
@@ -104,7 +105,6 @@ def compact(native: NativeMaps, batches: Sequence[tuple]) -> list[tuple]:
         if lib.rt_load(native.rt, m, len(vals), native_ptr(old), native_ptr(zeros)) or \
                 lib.rt_load(native.rt, m, len(vals), native_ptr(new), native_ptr(vals)):
             raise MemoryError(f"rewriting map {name} while compacting the intern table")
-        native.lib.rt_pending_reload(native.rt, m)  # its pending keys were codes of the old table
     native.ids.replace(kept)
     native.touched()
     native.send_strings(again=True)
