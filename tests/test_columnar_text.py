@@ -22,6 +22,7 @@ from boreas.catalog.model import Field, FieldType, Schema
 from boreas.node.operators import arrow_text
 from boreas.node.operators.arrow_nodes import Eval
 from boreas.wire.columns import Columns, arrow_schema
+from boreas.node.operators.size_choice import SizeChoice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.property_scale import examples
@@ -131,6 +132,7 @@ def rows_read(monkeypatch) -> list[int]:
 def test_such_a_batch_is_not_read_as_rows(rows_read, kind, expression):
     """A batch of these expressions stays columns and no row of it is made: not the batch, not one row."""
     op = built(kind, expression)
+    op.sizes = SizeChoice.fixed(False)  # (on columns: a batch this small goes the row code as built)
     d = [0.5, 1e16, -0.0, 123456789012.25, 1e-5, float("nan"), 3.0, 1e300]
     [(_, out)] = op.process(0, batch_of(len(d), d=d, l=[2**53 - 1, 5, 0, -3, 7, 1, 3, 2], p=["a%", "_b"] * 4), 0.0)
     assert isinstance(out, Columns) and rows_read == []
@@ -148,6 +150,7 @@ def test_patterns_past_the_batchs_most_frequent_are_left_to_the_row_code(rows_re
     many = [f"%{k}" for k in range(arrow_text.PATTERNS + 4)]
     texts = [f"x{k}" for k in range(len(many))]
     op = built("filter", "s like p")
+    op.sizes = SizeChoice.fixed(False)  # (on columns: a batch this small goes the row code as built)
     columns = batch_of(len(many), s=texts, p=many)
     [(_, out)] = op.process(0, columns, 0.0)
     assert isinstance(out, Columns) and sum(rows_read) == 4  # the 4 patterns past PATTERNS (each seen once)

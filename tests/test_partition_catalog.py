@@ -122,7 +122,8 @@ def test_segments_default_to_one_per_member_and_home_maps_have_no_column():
     result = plan(app(sql), deploy(f'<partition box="v">{MEMBERS}</partition>'))
     assert result.ok, result.problems
     part = result.catalog.partitions["v"]
-    assert len(part.segments) == 3 and part.maps == (("Q1_total", None, None),)
+    # (the keyless SUM's hidden count of rows, for SQL's NULL over no rows, is a home map too)
+    assert len(part.segments) == 3 and part.maps == (("Q1_total", None, None), ("Q1_total__null", None, None))
 
 
 def test_a_plan_with_a_cross_segment_read_is_planned_too():

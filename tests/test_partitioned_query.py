@@ -55,7 +55,7 @@ async def test_a_member_answers_from_its_segments_with_layout_member_and_segment
         total += body["rows"][0]["value"]
     assert total == full.runtime.read_sum("Q1_total")
     status, body = await call(QueryApi(Dataflow(ops[2]), "m2:1"), f"/query/{BOX}?map=S")  # the home view
-    assert body["rows"] == [{"key": [], "value": sum(b for _, b in ROWS)}]
+    assert body["rows"] == [{"key": [], "value": len(ROWS)}]
 
 
 async def test_a_part_that_found_nothing_is_null_for_every_aggregate(members):

@@ -74,7 +74,7 @@ async def test_the_client_asks_the_owner_the_home_or_every_member_and_merges(ser
 
         servers.hits.clear()
         home = await client.query(BOX, "S")
-        assert home.value == sum(b for _, b in ROWS) and home.members == (2,)
+        assert home.value == len(ROWS) and home.members == (2,)
         assert set(servers.hits) == {layout.members[2]}
 
         nothing = await client.query(BOX, "Q1_total", [1000], agg="min")
@@ -248,7 +248,7 @@ async def test_real_members_fed_through_their_coordinators_answer_as_one_node(se
     head = servers.head([head_answer(layout)])
     async with QueryClient(head, moved_wait=2) as client:
         assert (await client.query(BOX)).as_dict() == full.runtime.view("Q1")
-        assert (await client.query(BOX, "S")).value == sum(b for _, b in ROWS)
+        assert (await client.query(BOX, "S")).value == len(ROWS)
         for agg in ("sum", "min", "max"):
             assert (await client.query(BOX, "Q1_total", agg=agg)).value == \
                 (await _one_node(full, "Q1_total", agg, ())).value

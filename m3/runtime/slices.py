@@ -56,7 +56,7 @@ def slice_counter(store: MapStore, name: str, arity: int, at: int) -> Callable[[
     >>> count = slice_counter(s, "n", 2, 1); count((1, None)), count((2, None)), count((3, None))
     (2, 1, 0)
     """
-    found = store.cuts[name].get(_but(arity, at))
+    found = store.cuts[name].get(but(arity, at))
     if found is None or arity != store.arity[name]:
         return lambda pattern: slice_count(store, name, pattern, at)
     index, bound = store.indexes[name][found.pos], found.bound
@@ -68,7 +68,7 @@ def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | N
     it) as an index keeps it, its keys the values at ``at`` in their stored form (a map keeps non-zero entries
     only: :mod:`.maps`), so a fold over ``at`` lists or counts them without a key tuple built per entry; None
     where no index serves those positions.  Runs per fold per row: the index found once per map and position."""
-    found = store.cuts[name].get(_BUT.get((len(pattern), at)) or _but(len(pattern), at))
+    found = store.cuts[name].get(_BUT.get((len(pattern), at)) or but(len(pattern), at))
     if found is None or len(pattern) != store.arity[name]:
         return None
     return store.indexes[name][found.pos].get(found.bound(pattern), _EMPTY)
@@ -77,7 +77,7 @@ def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | N
 _BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
 
 
-def _but(arity: int, at: int) -> tuple[int, ...]:
+def but(arity: int, at: int) -> tuple[int, ...]:
     """Every key position but ``at`` (made once per arity and position: a fold's reads run per row)."""
     bound = _BUT.get((arity, at))
     if bound is None:

@@ -34,7 +34,7 @@ from .evaluate import Reader
 from .maps import MapStore
 from .rowmemo import RowMemo
 from .slicecounts import SliceCounts
-from .slices import _but, key_getter, slice_count, slice_counter, slice_values
+from .slices import but, key_getter, slice_count, slice_counter, slice_values
 from .foldsums import FoldSums
 from .slicefolds import SliceFolds
 from .views import ViewForm, candidate_rows, same
@@ -294,7 +294,7 @@ class OldReader(Reader):
         """The slice's values at ``at`` before the batch: those now, with the entries the batch changed in the
         slice put back as they were (no copy of the slice's entries; ``at`` is its one unbound position, so a
         value is one entry)."""
-        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
+        over = self._overlay(name, pattern, but(len(pattern), at)) if self.old.get(name) else None
         if not over:
             return slice_values(self.store, name, pattern, at)
         found = dict.fromkeys(slice_values(self.store, name, pattern, at))  # (in the slice's order, as the read
@@ -311,7 +311,7 @@ class OldReader(Reader):
         if self._counts is not None and name in self._counts.counted:
             return self._counts.before(name, pattern)
         n = slice_count(self.store, name, pattern, at)
-        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
+        over = self._overlay(name, pattern, but(len(pattern), at)) if self.old.get(name) else None
         if over:
             get = self.store.get
             n += sum((v != 0) - (get(name, key) != 0) for key, v in over)

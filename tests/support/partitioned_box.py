@@ -31,7 +31,7 @@ APP = f"""<borealis>
   <schema name="GT"><field name="a" type="int"/><field name="total" type="long"/><field name="n" type="long"/></schema>
   <schema name="ST"><field name="s" type="long"/></schema>
   <box name="{BOX}" type="m3"><in stream="R"/><out stream="G"/><out stream="S"/>
-    <parameter name="sql" value="CREATE STREAM R(a INT, b INT);&#10;SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a;&#10;SELECT SUM(b) AS s FROM R"/>
+    <parameter name="sql" value="CREATE STREAM R(a INT, b INT);&#10;SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a;&#10;SELECT COUNT(*) AS s FROM R"/>
   </box>
 </borealis>"""
 MAPS = [("Q1_total", 0), ("Q1_n", 0), ("Q2_s", None)]
