@@ -319,27 +319,28 @@ class NativeMaps:
         """Every entry of map ``name``."""
         m = self.map_no[name]
         n = self.lib.rt_count(self.rt, m)
-        keys = array("q", bytes(8 * n * max(1, self.arity[name])))
-        vals = array("q", bytes(8 * n))
+        keys, vals = array("q", bytes(8 * n * max(1, self.arity[name]))), array("q", bytes(8 * n))
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
         return list(zip(self.codec.decode_keys(name, keys, got), self.codec.decode_values(name, vals)))
 
     def columns_at_most(self, name: str, position: int, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The codes and value bits of map ``name``'s entries whose INT key column ``position`` is at most
-        ``bound``: one dump, one numpy mask.  The codes are kept until the maps next change, so that
+        ``bound`` (:meth:`entry_codes`, one numpy mask).  The codes are kept until the maps next change, so that
         :meth:`remove_at_most` of the same entries (a closing reads its windows, then deletes them) dumps the map
         no second time.  Undecoded, the codes are a window join's closed leaf rows as columns (.closed_columns)."""
-        m, arity = self.map_no[name], self.arity[name]
-        n = self.lib.rt_count(self.rt, m)
-        if not n:
-            return np.zeros((0, arity), dtype=np.int64), np.zeros(0, dtype=np.int64)
-        keys, vals = array("q", bytes(8 * n * arity)), array("q", bytes(8 * n))
-        got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
-        table = np.frombuffer(keys, dtype=np.int64, count=got * arity).reshape(got, arity)
+        table, vals = self.entry_codes(name)
         mask = table[:, position] <= bound
         picked = table[mask]
         self._closed[name] = (position, bound, self.stamp, picked)
-        return picked, np.frombuffer(vals, dtype=np.int64, count=got)[mask]
+        return picked, vals[mask]
+
+    def entry_codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Map ``name``'s entries undecoded, one dump: ``(n, arity)`` key codes and ``n`` value bits."""
+        m, arity = self.map_no[name], self.arity[name]
+        n = self.lib.rt_count(self.rt, m)
+        keys, vals = np.empty(max(1, n * arity), np.int64), np.empty(max(1, n), np.int64)
+        got = self.lib.rt_dump(self.rt, m, *(ffi.from_buffer("int64_t[]", a) for a in (keys, vals)))
+        return keys[:got * arity].reshape(got, arity), vals[:got]
 
     def items_at_most(self, name: str, position: int, bound: float, keep=None) -> dict[tuple, object]:
         """The entries of map ``name`` whose INT key column ``position`` is at most ``bound`` (the entries of

@@ -51,15 +51,6 @@ def _string_positions(native: NativeMaps) -> dict[str, list[int]]:
             if "STRING" in types}
 
 
-def _dump(native: NativeMaps, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Map ``name``'s entries as codes: ``(n, arity)`` keys and ``n`` value bits."""
-    m, arity = native.map_no[name], native.arity[name]
-    n = int(native.lib.rt_count(native.rt, m))
-    keys, vals = np.empty(max(1, n * arity), np.int64), np.empty(max(1, n), np.int64)
-    got = native.lib.rt_dump(native.rt, m, *(native_ptr(a) for a in (keys, vals)))
-    return keys[:got * arity].reshape(got, arity), vals[:got]
-
-
 def native_ptr(a: np.ndarray):
     from .backend import ffi
 
@@ -82,7 +73,7 @@ def compact(native: NativeMaps, batches: Sequence[tuple]) -> list[tuple]:
     strings = native.ids.strings
     constants = len(native.module.strings)
     positions = _string_positions(native)
-    dumps = {name: _dump(native, name) for name in positions}
+    dumps = {name: native.entry_codes(name) for name in positions}
     id_cols = _id_columns(native, batches)
     used = [np.arange(constants, dtype=np.int64)]
     used += [table[:, p] for name, (table, _) in dumps.items() for p in positions[name]]
