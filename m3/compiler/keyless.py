@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from .nullshown import COUNT_PREFIX, item_of
+from .nullshown import COUNT_PREFIX, counted_item, item_of
 from .sqlquery import SqlQuery
 
 #: The aggregates SQL makes NULL over no rows (COUNT is 0).
@@ -53,12 +53,11 @@ def always(sel: exp.Expression) -> bool:
     items = [from_.this] + [j.this for j in joins] if isinstance(from_, exp.From) else []
     if not items or not all(type(t) is exp.Table for t in items) or any(j.side for j in joins):
         return False  # (an outer join's parts, :mod:`.outer`, name their items anew)
-    items = [e for e in sel.expressions if not (type(e) is exp.Alias and e.alias.startswith(COUNT_PREFIX))]
+    items = [e for e in sel.expressions if counted_item(e) is None]
     own = [n for e in items for n in e.walk() if isinstance(n, exp.AggFunc)]
     if not own or any(isinstance(n, (exp.Subquery, exp.Select, exp.Window)) for e in items for n in e.walk()):
         return False
-    counted = {int(e.alias[len(COUNT_PREFIX):]) for e in sel.expressions
-               if type(e) is exp.Alias and e.alias.startswith(COUNT_PREFIX)}
+    counted = {counted_item(e) for e in sel.expressions} - {None}
     where: dict[int, set[str]] = {}  # item -> the FILTER conditions of its SUM/AVG/MIN/MAX ("" none)
     filters: dict[int, exp.Expression | None] = {}
     for agg in (n for n in own if isinstance(n, _NULL_OF_NOTHING)):

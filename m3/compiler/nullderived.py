@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ..nullable import ROWS, indicator
-from .nullshown import COUNT_PREFIX
+from .nullshown import counted_item
 
 #: The suffix of a derived table's column counting the values of its NULL-skipping aggregate item.
 VALUES_SUFFIX = "__values"
@@ -84,8 +84,8 @@ def rewrite_derived(sub: exp.Subquery, make, refuse) -> tuple[str, DerivedNulls]
         a = e.alias_or_name
         if a == ROWS:
             e.pop()
-        elif a.startswith(COUNT_PREFIX):
-            name = names[int(a[len(COUNT_PREFIX):])]
+        elif counted_item(e) is not None:
+            name = names[counted_item(e)]
             e.set("alias", exp.to_identifier(name + VALUES_SUFFIX))
             out.nullable.add(name.lower())
             out.counted[name.lower()] = (name + VALUES_SUFFIX).lower()

@@ -26,6 +26,14 @@ from ..nullable import indicator
 COUNT_PREFIX = "__nonnull_"
 
 
+def counted_item(e: exp.Expression) -> int | None:
+    """The SELECT position whose hidden COUNT ``e`` is (``AS __nonnull_<position>``), or None: a user's own
+    alias that merely starts so (``__nonnull_0x``) is not one."""
+    if type(e) is exp.Alias and e.alias.startswith(COUNT_PREFIX) and e.alias[len(COUNT_PREFIX):].isdigit():
+        return int(e.alias[len(COUNT_PREFIX):])
+    return None
+
+
 def key_indicators(sel: exp.Select, keys: list[exp.Column], holder: Callable[[exp.Column], str],
                    selected: bool = False) -> None:
     """Each nullable key column's indicator made a key beside it: GROUP BY ``c`` groups by ``c, c__null``

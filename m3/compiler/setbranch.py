@@ -35,7 +35,7 @@ from .lifted import ARITH, CMPS
 from .neverequal import column_types
 from .nodes import sql_of
 from .nullexprkeys import KEY_PREFIX
-from .nullshown import COUNT_PREFIX
+from .nullshown import counted_item
 from .outerkeys import ConstKey
 from .resolve import Positions, unparen
 
@@ -79,7 +79,7 @@ class Branch:
                 raise ctx.error(f"unsupported {arg.upper()} in a set-operation branch of aggregated queries "
                                 f"{sql_of(b)}", b)
         shown = shown_items(b)
-        hidden = {int(e.alias[len(COUNT_PREFIX):]): e.this for e in b.expressions if _hidden_count(e)}
+        hidden = {counted_item(e): e.this for e in b.expressions if counted_item(e) is not None}
         nullkeys = {int(e.alias[len(KEY_PREFIX):]): e.this for e in b.expressions if _key_indicator(e)}
         if len(shown) != width:
             raise ctx.error(f"set-operation branches select {width} and {len(shown)} columns", b)
@@ -222,15 +222,11 @@ def _key_indicator(e: exp.Expression) -> bool:
     return type(e) is exp.Alias and e.alias.startswith(KEY_PREFIX) and e.alias[len(KEY_PREFIX):].isdigit()
 
 
-def _hidden_count(e: exp.Expression) -> bool:
-    return type(e) is exp.Alias and e.alias.startswith(COUNT_PREFIX) and e.alias[len(COUNT_PREFIX):].isdigit()
-
-
 def shown_items(b: exp.Select) -> list[exp.Expression]:
     """A branch's output items: not the hidden counts a rewrite over nullable columns appends (``__nonnull_k``,
     where item ``k`` is NULL; ``__rows__null``, a group's rows: the part's own ``COUNT(*)`` says it; an
     arithmetic key's indicator ``__nullkey_k``, read as the key's flag)."""
-    return [e for e in b.expressions if not _hidden_count(e) and not _key_indicator(e) and
+    return [e for e in b.expressions if counted_item(e) is None and not _key_indicator(e) and
             not (type(e) is exp.Alias and e.alias == ROWS)]
 
 

@@ -83,3 +83,12 @@ def test_not_always_where_one_count_cannot_say_null():
                                     "SELECT COUNT(*) AS n, SUM(b) AS s FROM R GROUP BY a;"
                                     "SELECT GREATEST(SUM(a), 1) AS g FROM R")
     assert not any(v.always for v in program.views)
+
+
+def test_an_alias_that_only_looks_like_a_hidden_count_is_the_users():
+    """``AS __nonnull_0x`` is a user's name, not a hidden count's position (its compile raised ValueError)."""
+    program = compile_sql(GENERIC + "SELECT SUM(a) AS __nonnull_0x FROM R")
+    rt = new_runtime(program, "python")
+    assert dict(rt.view("Q1")) == {(): None}
+    rt.apply_batch([("R", 1, (4, 2, 0.5))])
+    assert dict(rt.view("Q1")) == {(): 4}
