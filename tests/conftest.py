@@ -70,6 +70,7 @@ IN_PROCESS = (
     "test_cumulus_coordinator_route.py",  # the coordinator list in the catalog, the route and a rebuilt member
     "test_cumulus_slot_columns.py", "test_cumulus_columns.py",
     "test_cumulus_precopy.py", "test_cumulus_replicated_sim.py",  # Cumulus members simulated in one process
+    "test_cumulus_keyless.py",               # a partitioned keyless view's members simulated in one process
     "test_cumulus_windows.py",               # partitioned TUMBLE/HOP members in one process (their own links)
     "test_cumulus_sessions.py",              # partitioned SESSION members in one process (their own links)
     "test_cumulus_winjoin.py",               # a partitioned window join in one process (their own links)
@@ -105,6 +106,7 @@ IN_PROCESS = (
     "test_operator_order.py", "test_m3_stream_names.py",
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_recovery_layouts.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
+    "test_m3_null_changelog.py",             # an m3 box's changelog of NULL values, fed by hand, against DuckDB
     "test_m3_windows.py",                    # event-time windows in an m3 box fed by hand, against a reference
     "test_m3_sessions.py",                   # SESSION windows in an m3 box fed by hand, against a reference
     "test_m3_topn.py",                       # ROW_NUMBER() top-N in an m3 box fed by hand, against DuckDB
