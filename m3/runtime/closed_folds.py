@@ -61,27 +61,21 @@ class ClosedFold:
         if not len(keys):
             return []
         groups = keys[:, list(self.rows)]
-        folded = keys[:, self.at]
-        if groups.shape[1] == 1:
-            _, first, inverse = np.unique(groups[:, 0], return_index=True, return_inverse=True)
-        else:
-            _, first, inverse = np.unique(groups, axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        if self.kind == "MAX":
-            best = np.full(len(first), np.iinfo(np.int64).min, np.int64)
-            np.maximum.at(best, inverse, folded)
-        else:
-            best = np.full(len(first), np.iinfo(np.int64).max, np.int64)
-            np.minimum.at(best, inverse, folded)
-        order = np.argsort(first, kind="stable")
-        rows = groups[first[order]].tolist()
-        return list(zip(map(tuple, rows), best[order].tolist()))
+        order = np.lexsort(groups.T[::-1])  # (stable: a group's entries in dump order)
+        ordered = groups[order]
+        starts = np.flatnonzero(np.concatenate(([True], (ordered[1:] != ordered[:-1]).any(axis=1))))
+        folded = keys[order, self.at]
+        best = (np.maximum if self.kind == "MAX" else np.minimum).reduceat(folded, starts)
+        first = order[starts]  # each group's first entry in the dump
+        by_first = np.argsort(first, kind="stable")
+        return list(zip(map(tuple, groups[first[by_first]].tolist()), best[by_first].tolist()))
 
 
 def closed_fold(form: ViewForm, native) -> ClosedFold | None:
     """The view's fold as :class:`ClosedFold` reads it from ``native``'s dump (a ``NativeMaps``), or None where
     this module does not apply (module docstring)."""
-    if native is None or form.where is not None or form.source is not None or form.lifted or len(form.columns) != 1:
+    if native is None or form.where is not None or form.source is not None or form.lifted or len(form.columns) != 1 \
+            or not form.vars:
         return None
     fold = form.columns[0][1]
     if not isinstance(fold, Fold) or fold.kind not in ("MIN", "MAX") or fold.cond is not None or fold.track:

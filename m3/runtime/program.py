@@ -322,9 +322,8 @@ class Runtime(Reads):
 
     def closed_rows(self, view: str, closed: Mapping[str, Mapping[tuple, object]], windows: Mapping[str, int],
                     bounds: dict[str, tuple[int, float]] | None = None) -> list[tuple[tuple, object]] | None:
-        """A view computed when read: its rows over the closed windows' entries ``closed`` holds (``windows``: each
-        map's window key position; ``bounds``: :meth:`.Closing.bounds`; a MIN or MAX per row by numpy from C's
-        dump, .closed_folds), not through the mirror; None when they are not all it needs (``window_bound``)."""
+        """A view computed when read: its rows over the closed entries ``closed`` holds (``windows``: window key
+        positions; ``bounds``: ``Closing.bounds``, a MIN/MAX then folded from C's dump: .closed_folds); None if not."""
         with self._lock:
             if (form := self._forms.get(view)) is None or not window_bound(form, windows):
                 return None
