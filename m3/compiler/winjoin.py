@@ -206,7 +206,7 @@ def _stage(sel: exp.Select, alias: str, work: _Split) -> tuple[str, dict[str, st
                 raise CompileError(f"{what} reads a derived table {name} that is not a plain SELECT")
             relation, kinds = _stage(src.this, name, work)
         elif isinstance(src, exp.Table) and src.name.lower() in work.streams:
-            relation, kinds = _raw_leaf(src.name, work)
+            relation, kinds = _raw_leaf(src.name, work, _read_columns(sel, name))
         else:
             raise CompileError(f"{what} joins windowed derived tables with {src.sql()}, which is read without the "
                                "window: its rows would be kept forever (read it through the same TUMBLE or HOP)")
@@ -241,9 +241,45 @@ def _leaf(sel: exp.Select, alias: str, what: str, sources: list, work: _Split) -
     return relation, marks
 
 
-def _raw_leaf(stream: str, work: _Split) -> tuple[str, dict[str, str]]:
-    """A windowed stream read beside derived tables: its rows per window (a view of rows: each its count)."""
-    columns = work.streams[stream.lower()]
+def _read_columns(sel: exp.Select, alias: str) -> set[str] | None:
+    """The columns (lower names) ``sel`` reads of source ``alias``, named ``alias.column``; None when it may read
+    more than those (a ``*``, or a column named without its source).
+
+    >>> sel = sqlglot.parse_one("SELECT B.a, W.m FROM b AS B JOIN (SELECT MAX(x) AS m FROM w) AS W ON B.p = W.m "
+    ...                         "WHERE B.t > 1")
+    >>> sorted(_read_columns(sel, "B")), _read_columns(sqlglot.parse_one("SELECT a FROM b AS B"), "B")
+    (['a', 'p', 't'], None)
+    """
+    read = set()
+    for node in sel.find_all(exp.Column, exp.Star):
+        if _inner(node, sel):  # (a derived table's own columns)
+            continue
+        if isinstance(node, exp.Star) or not node.table or node.is_star:
+            return None
+        if isinstance(node, exp.Column) and node.table.lower() == alias.lower():
+            read.add(node.name.lower())
+    return read
+
+
+def _inner(node: exp.Expression, sel: exp.Select) -> bool:
+    """Whether ``node`` is inside a subquery of ``sel``."""
+    up = node.parent
+    while up is not None and up is not sel:
+        if isinstance(up, (exp.Subquery, exp.Select)):
+            return True
+        up = up.parent
+    return False
+
+
+def _raw_leaf(stream: str, work: _Split, read: set[str] | None = None) -> tuple[str, dict[str, str]]:
+    """A windowed stream read beside derived tables: its rows per window (a view of rows: each its count), of
+    the columns the stage above reads (``read``; None: every column), its window and event time: a column no
+    stage reads (Nexmark q7's bid ``channel`` and ``url``) would be kept in the leaf's map key, interned and
+    copied per window for nothing, and the rows it alone tells apart are one row of their summed count, which
+    the stage above reads as it would read them apart (a view of rows counts each row's multiplicity)."""
+    time = work.window.time.lower()
+    columns = tuple(c for c in work.streams[stream.lower()]
+                    if read is None or c.lower() in read or c.lower() in WINDOW_COLUMNS or c.lower() == time)
     listed = ", ".join(columns)
     relation = work.name(stream)
     work.leaves.append(Stage(relation, f"SELECT {listed} FROM {stream}", columns, False))

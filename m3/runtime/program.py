@@ -36,6 +36,7 @@ from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
 from .closed import Keep, closed_entries, closed_store, general_rows, remove_closed, rows_at_keys, view_maps, window_bound
+from .closed_folds import fold_rows
 from .codegen import build, program_source
 from .initial import initial_values, relation_rows
 from .maps import MapStore, index_specs
@@ -319,16 +320,15 @@ class Runtime(Reads):
             return view_maps(self.program.view(view))
         return {ref.map for ref in form.refs} | ({form.source.ref.name} if form.source is not None else set())
 
-    def closed_rows(self, view: str, closed: Mapping[str, Mapping[tuple, object]],
-                    windows: Mapping[str, int]) -> list[tuple[tuple, object]] | None:
-        """A view computed when read: its rows over the entries ``closed`` holds (per map keyed by a window, at
-        key position ``windows[map]``, the closed windows' entries), not through the mirror; None when its
-        rows need more than those entries (:func:`.closed.window_bound`)."""
+    def closed_rows(self, view: str, closed: Mapping[str, Mapping[tuple, object]], windows: Mapping[str, int],
+                    bounds: dict[str, tuple[int, float]] | None = None) -> list[tuple[tuple, object]] | None:
+        """A view computed when read: its rows over the closed entries ``closed`` holds (``windows``: window key
+        positions; ``bounds``: ``Closing.bounds``, a MIN/MAX then folded from C's dump: .closed_folds); None if not."""
         with self._lock:
-            form = self._forms.get(view)
-            if form is None or not window_bound(form, windows):
+            if (form := self._forms.get(view)) is None or not window_bound(form, windows):
                 return None
-            rows = general_rows(form, closed_store(self.program, self._store.specs, closed, self.view_reads(view)))
+            if (rows := fold_rows(form, self._native, bounds)) is None:
+                rows = general_rows(form, closed_store(self.program, self._store.specs, closed, self.view_reads(view)))
             return list(self._shown(view, rows).items())
 
     def remove_at_most(self, bounds: Mapping[str, tuple[int, float]]) -> int:

@@ -9,7 +9,7 @@ those rows and delete the entries (:meth:`Closing.bounds`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from boreas.m3.boxtype import BoxPlan, ViewInfo
@@ -78,13 +78,12 @@ class Closing:
         return {name: (position, math.inf if everything else frontier if is_end else frontier - self.size)
                 for name, (position, is_end) in self.doomed.items()}
 
-    def closed_entries(self, runtime: Runtime, frontier: float,
-                       everything: bool = False) -> dict[str, dict[tuple, object]]:
-        """Each windowed map's entries ``{key: value}`` of windows ending at or before ``frontier``."""
-        return {name: runtime.entries_at_most(name, position, bound)
-                for name, (position, bound) in self.bounds(frontier, everything).items()}
+    def closed_entries(self, runtime: Runtime, frontier: float, everything: bool = False) -> ClosedEntries:
+        """Each windowed map's entries ``{key: value}`` of windows ending at or before ``frontier`` (read when
+        first asked for: a view folded from the map's dump never needs them decoded, .closed_folds)."""
+        return ClosedEntries(runtime, self.bounds(frontier, everything))
 
-    def rows(self, runtime: Runtime, frontier: float, closed: dict[str, dict[tuple, object]],
+    def rows(self, runtime: Runtime, frontier: float, closed: Mapping[str, dict[tuple, object]],
              everything: bool = False,
              only: Collection[str] | None = None) -> list[tuple[int, ViewInfo, int, bool, Pairs]]:
         """Each view's rows (``only``: of those views) of the windows ``closed`` names, present ones only, in
@@ -95,7 +94,7 @@ class Closing:
                 continue
             decl = runtime.program.view(view.name)
             if decl.general:  # computed when read: from the closed entries if they hold its rows, else read whole
-                pairs = runtime.closed_rows(view.name, closed, self.positions)
+                pairs = runtime.closed_rows(view.name, closed, self.positions, self.bounds(frontier, everything))
                 if pairs is None:
                     pairs = list(runtime.view(view.name).items())
                 pairs = [(key, value) for key, value in pairs
@@ -104,6 +103,46 @@ class Closing:
                 pairs = runtime.rows_at(view.name, closed)
             found.append((out, view, position, is_end, in_window_order(pairs, position)))
         return found
+
+
+class ClosedEntries(Mapping[str, dict]):
+    """Each windowed map's closed entries ``{key: value}`` (``Runtime.entries_at_most`` at the map's bound), read
+    from the runtime when first asked for, then kept; a map given entries of its own (a semi-join's part of
+    them: node/operators/m3winjoin.py) holds those.  Read before the closing deletes the entries.
+
+    >>> class Rt:
+    ...     def entries_at_most(self, name, position, bound):
+    ...         print("read", name); return {(bound,): 1}
+    >>> c = ClosedEntries(Rt(), {"m": (0, 10), "n": (0, 20)})
+    >>> "m" in c, c.get("x"), sorted(c)
+    (True, None, ['m', 'n'])
+    >>> c["m"], c.get("m")
+    read m
+    ({(10,): 1}, {(10,): 1})
+    """
+
+    def __init__(self, runtime: Runtime, bounds: dict[str, tuple[int, float]]):
+        self._runtime, self._bounds = runtime, bounds
+        self._read: dict[str, dict] = {}
+
+    def __getitem__(self, name: str) -> dict:
+        if (found := self._read.get(name)) is None:
+            if name not in self._bounds:
+                raise KeyError(name)
+            found = self._read[name] = self._runtime.entries_at_most(name, *self._bounds[name])
+        return found
+
+    def __setitem__(self, name: str, entries: dict) -> None:
+        self._read[name] = entries
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._bounds or name in self._read
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._bounds, *self._read]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*self._bounds, *self._read]))
 
 
 def in_window_order(pairs: Pairs, position: int) -> Pairs:

@@ -22,7 +22,7 @@ from boreas.m3.runtime.closed_columns import LeafColumns, leaf_columns, read_win
 from boreas.m3.runtime.program import Runtime
 from boreas.m3.winstages import SemiJoin, StagePlan
 
-from .m3closing import Closing
+from .m3closing import ClosedEntries, Closing
 from .m3memo import present
 
 Closed = dict[str, list[tuple[int, tuple, object]]]  # per leaf view its closed rows as (window end, key, value)
@@ -54,7 +54,7 @@ class StageEmit:
         bounds = closing.bounds(frontier, everything)
         late = {s.leaf: s for s in self.semijoins}
         maps = {runtime.program.view(leaf).plain_map for leaf in late}
-        closed = {name: runtime.entries_at_most(name, *bound) for name, bound in bounds.items() if name not in maps}
+        closed = ClosedEntries(runtime, {name: bound for name, bound in bounds.items() if name not in maps})
         leaves: Closed = {}
         views = set(v.name for _, v, _, _ in closing.views)
         for view, rows in self._read(closing, runtime, frontier, closed, everything, views - late.keys()):
