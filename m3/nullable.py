@@ -209,6 +209,9 @@ class ViewNulls:
     (((None, 1), (None, 3)), ((2, 0), (5, 3)), ((2, 0), GONE))
     >>> nulls.row((2, 0), (0, 0, 0), present=True)
     ((2, 0), (None, 0))
+    >>> counts = ViewNulls.of(("a",), (), ("n", "__rows__null"))  # COUNT(b) beside its group's hidden COUNT(*)
+    >>> counts.row((1,), (0, 2)), counts.row((1,), (0, 0))
+    (((1,), 0), ((1,), GONE))
     """
 
     keys: tuple[tuple[int, int], ...]
