@@ -1,4 +1,5 @@
-"""What a view shows as NULL: a nullable key's indicator beside it, a NULL-skipping aggregate's hidden COUNT.
+"""What a view shows as NULL: a nullable key's indicator beside it, a NULL-skipping aggregate's hidden COUNT, and
+the hidden COUNT(*) keeping a group's row while every value of it is NULL or 0 (:func:`needs_rows`).
 
 Why apart from :mod:`.threevalued` (which calls these while it rewrites a
 SELECT): conditions and values are rewritten in place, while these add
