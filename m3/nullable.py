@@ -124,8 +124,20 @@ def null_values(columns: Sequence[str]) -> tuple[tuple[int, int], ...]:
 
 
 ROWS = "__rows" + SUFFIX
-"""The hidden COUNT(*) of a grouped view whose every value may be NULL: its group has a row while it has rows
-(SQL's ``(a, NULL)`` for a SUM over only NULLs), which no output row holds."""
+"""The hidden COUNT(*) of a grouped view whose every value may be NULL or 0 while its group has rows (no item
+counts every row: :func:`boreas.m3.compiler.nullshown.needs_rows`): its group has a row while it has rows (SQL's
+``(a, NULL)`` for a SUM over only NULLs, ``(a, 0)`` for a COUNT(b) over only NULLs), which no output row holds."""
+
+
+def hides(columns: Sequence[str]) -> bool:
+    """Whether a view has hidden value columns (:func:`null_values`' counts, :data:`ROWS`): there a row in the
+    view may show all zeros (``COUNT(b)`` 0 beside its hidden ``ROWS``), so its ``changes()`` say a row that
+    left by :data:`GONE`, and its reads leave the hidden columns out.
+
+    >>> hides(("n", "__rows__null")), hides(("s", "s__null")), hides(("n",))
+    (True, True, False)
+    """
+    return bool(null_values(columns)) or ROWS in columns
 
 
 def shown_columns(columns: Sequence[str]) -> tuple[int, ...]:
@@ -197,17 +209,21 @@ class ViewNulls:
     (((None, 1), (None, 3)), ((2, 0), (5, 3)), ((2, 0), GONE))
     >>> nulls.row((2, 0), (0, 0, 0), present=True)
     ((2, 0), (None, 0))
+    >>> counts = ViewNulls.of(("a",), (), ("n", "__rows__null"))  # COUNT(b) beside its group's hidden COUNT(*)
+    >>> counts.row((1,), (0, 2)), counts.row((1,), (0, 0))
+    (((1,), 0), ((1,), GONE))
     """
 
     keys: tuple[tuple[int, int], ...]
     values: tuple[tuple[int, int], ...]
     shown: tuple[int, ...]
+    hidden: bool = False  # hidden value columns (:func:`hides`): a NULL value's count, or ROWS
 
     @classmethod
     def of(cls, keys: Sequence[str], internal: Sequence[str], columns: Sequence[str]) -> ViewNulls | None:
         """The view's, or None where it has no NULLs to show."""
         nk, nv = null_keys(keys, internal), null_values(columns)
-        return cls(nk, nv, shown_columns(columns)) if nk or nv else None
+        return cls(nk, nv, shown_columns(columns), hides(columns)) if nk or hides(columns) else None
 
     def row(self, key: tuple, value, present: bool = False) -> tuple[tuple, object]:
         """A (key, value) as the runtime holds it, shown.  A view with NULL values: :data:`GONE` stays GONE, and
@@ -215,7 +231,7 @@ class ViewNulls:
         rows in it; a general view's change says GONE itself where its row left).  Else an all-zero value
         stays all zero (a change's all-zero value is a row that left)."""
         key = shown_key(key, self.keys) if self.keys else key
-        if not self.values or value is GONE:
+        if not self.hidden or value is GONE:
             return key, value
         if not present and not any(value):
             return key, GONE

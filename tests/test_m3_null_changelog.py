@@ -31,6 +31,10 @@ VIEWS = {
     "every_aggregate_grouped": (
         "SELECT b, MIN(p) AS lo, MAX(p) AS hi, AVG(p) AS v, COUNT(p) AS n, SUM(p) AS s FROM Bid GROUP BY b",
         "SELECT b, MIN(p) AS lo, MAX(p) AS hi, AVG(p) AS v, COUNT(p) AS n, SUM(p) AS s FROM bid GROUP BY b"),
+    # (issue 33: a group of only NULLs, or none matching the FILTER, is a row of COUNT 0 while it has rows)
+    "count_only_grouped": ("SELECT b, COUNT(p) AS n FROM Bid GROUP BY b", "SELECT b, COUNT(p) AS n FROM bid GROUP BY b"),
+    "count_filter_grouped": ("SELECT b, COUNT(*) FILTER (WHERE p > 2) AS n FROM Bid GROUP BY b",
+                             "SELECT b, COUNT(*) FILTER (WHERE p > 2) AS n FROM bid GROUP BY b"),
     # (a view without GROUP BY has its one row always, as in SQL: sent with the first batch the box applies)
     "max_ungrouped": ("SELECT MAX(p) AS m FROM Bid", "SELECT MAX(p) AS m FROM bid"),
     "sum_and_count_ungrouped": ("SELECT SUM(p) AS s, COUNT(p) AS n FROM Bid",

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ..ast import Expr, RelationDecl
+from ..nullable import ROWS
 from ..viewnodes import BoolOp
 from .derived import inline_ctes
 from .nodes import sql_of
@@ -164,6 +165,8 @@ class Builder:
         for e in body.expressions:
             inner = unparen(e.this if type(e) is exp.Alias else e)
             name = e.alias_or_name.lower()
+            if name == ROWS:  # its group's COUNT(*) (:mod:`.nullderived`): part ``t`` counts the rows
+                continue
             at = next((i for i, g in enumerate(groups) if inner == g), None)
             if at is not None:
                 columns[name] = ("g", at)

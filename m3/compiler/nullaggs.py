@@ -56,6 +56,9 @@ def skip_nulls(rw, agg: exp.Expression, beside_nested: bool = False) -> exp.Expr
         agg.set("this", value)
     elif present is False:
         agg.set("this", exp.Null())
+    elif type(agg) is exp.Count and filt is not None:  # COUNT(c) FILTER (WHERE p): the rows where p and c present
+        agg.set("this", value)  # (a filtered COUNT counts its FILTER's rows, whatever its argument: :mod:`.aggfilter`)
+        agg = filtered(agg, filt, present)
     elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
         own = agg.parent_select
         if own is not None and type(own.parent) is exp.Subquery and type(own.parent.parent) in (exp.From, exp.Join):

@@ -15,8 +15,10 @@ its items tell the outer scope:
   ``t.s__values <> 0`` (SQL: NULL over only NULLs).  Such a column is not a key outside (one group per
   value would need an indicator, not a count): refused by name there.
 
-The inner query's ``__rows__null`` (a view's row for a group of only NULLs) is dropped: a derived table's
-group is a row while the group has rows whatever its values.  A MIN/MAX of a nullable column inside a
+The inner query's ``__rows__null`` (its group's COUNT(*), :func:`.nullshown.needs_rows`) stays an item of it:
+a query selecting the derived table's rows as they are is the grouped query itself (:mod:`.regroup`, which
+carries the count over, so a group whose COUNT(b) is 0 is a row); a query reading it by value counts its
+groups in a part of its own (:mod:`.lifted`, which leaves the item out).  A MIN/MAX of a nullable column inside a
 derived table is a filtered fold the enclosing query does not read: refused by name (:mod:`.nullaggs`).
 """
 
@@ -81,17 +83,14 @@ def rewrite_derived(sub: exp.Subquery, make, refuse) -> tuple[str, DerivedNulls]
         inner = rewritten
     out = DerivedNulls(set(), set())
     for e in list(inner.expressions):
-        a = e.alias_or_name
-        if a == ROWS:
-            e.pop()
-        elif counted_item(e) is not None:
+        if counted_item(e) is not None:
             name = names[counted_item(e)]
             e.set("alias", exp.to_identifier(name + VALUES_SUFFIX))
             out.nullable.add(name.lower())
             out.counted[name.lower()] = (name + VALUES_SUFFIX).lower()
     mine = {n.lower() for n in names}
     for e in list(inner.expressions)[len(names):]:  # the rewrite's indicators, named after the source columns
-        if e.alias_or_name.lower() not in mine and e.alias_or_name.lower().endswith(indicator("")):
+        if e.alias_or_name.lower() not in mine | {ROWS} and e.alias_or_name.lower().endswith(indicator("")):
             e.pop()
     shown = {e.alias_or_name.lower() for e in inner.expressions}
     for name, col in keyed:  # each item's own indicator, named after the item (t.x is present where x__null = 0)

@@ -1,4 +1,5 @@
-"""What a view shows as NULL: a nullable key's indicator beside it, a NULL-skipping aggregate's hidden COUNT.
+"""What a view shows as NULL: a nullable key's indicator beside it, a NULL-skipping aggregate's hidden COUNT, and
+the hidden COUNT(*) keeping a group's row while every value of it is NULL or 0 (:func:`needs_rows`).
 
 Why apart from :mod:`.threevalued` (which calls these while it rewrites a
 SELECT): conditions and values are rewritten in place, while these add
@@ -63,6 +64,22 @@ def counts_rows(sel: exp.Select) -> bool:
     while its group has rows, so the view needs no hidden :data:`boreas.m3.nullable.ROWS` count."""
     items = [e.this if type(e) is exp.Alias else e for e in sel.expressions]
     return any(type(e) is exp.Count and (type(e.this) is exp.Star or type(e.this) is exp.Literal) for e in items)
+
+
+def needs_rows(sel: exp.Select) -> bool:
+    """Whether the grouped aggregate query ``sel`` (a query reading nullable columns, rewritten) needs the hidden
+    :data:`boreas.m3.nullable.ROWS` ``COUNT(*)`` of its group: no item counts every row, so every value of a
+    group may be 0 while it has rows (``COUNT(b)`` over only NULLs, ``COUNT(DISTINCT b)``, a FILTER matching
+    none, a SUM over only NULLs or of 0s), and a view's row of all-zero maps is no row; SQL shows it
+    (``SELECT a, COUNT(b) ... GROUP BY a`` over ``(1, NULL)`` is ``(1, 0)``).  Its cost: one more map of the
+    query's first-order class, ``<view>___rows__null`` (docs/m3.md "NULLs").
+
+    >>> import sqlglot
+    >>> [needs_rows(sqlglot.parse_one(q)) for q in ("SELECT a, COUNT(b) FROM R GROUP BY a",
+    ...  "SELECT a, COUNT(b), COUNT(*) FROM R GROUP BY a", "SELECT COUNT(b) FROM R", "SELECT a FROM R GROUP BY a")]
+    [True, False, False, False]
+    """
+    return sel.args.get("group") is not None and _aggregated(sel) and not counts_rows(sel)
 
 
 def hidden_count(agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Expression] | None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..nullable import ROWS
 from .derived import inline_ctes
 from .nodes import describe, sql_of, unread_args
 from .resolve import Positions, unparen
@@ -125,6 +126,7 @@ def regroup(sel: exp.Select, ctx: Positions) -> exp.Select:
                             f"({sql_of(sel)}): SQL's rows are its values, one per group, not groups (read by value)",
                             sel)
         out.set("group", body.args["group"])
+        out.expressions.extend(e.copy() for e in body.expressions if e.alias_or_name == ROWS)  # (:mod:`.nullderived`)
         if outer_where is not None:  # on group columns only: a WHERE of the rows (as SQL may push it); else HAVING
             parts = _conjuncts(outer_where.this)
             on_groups = [c for c in parts if r.on_groups(c)]

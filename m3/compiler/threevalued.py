@@ -73,7 +73,7 @@ from .nullexprkeys import VALUED, expression_keys
 from .nullsetops import rewrite_branches
 from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
 from .nullhaving import grouped_key, having_truth, one_count_per_item, unaliased
-from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
+from .nullshown import COUNT_PREFIX, hidden_count, is_key, key_indicators, needs_rows
 from .resolve import Positions
 
 #: Comparisons (TRUE only where every operand is present), their negations, arithmetic (present where all are).
@@ -237,8 +237,8 @@ class _Rewriter:
         counts = one_count_per_item(counts, self.refuse)
         for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
             sel.append("expressions", exp.alias_(count, f"{COUNT_PREFIX}{i}"))
-        if counts and sel.args.get("group") is not None and not counts_rows(sel):
-            sel.append("expressions", exp.alias_(exp.Count(this=exp.Star()), ROWS))  # the group's row (ROWS)
+        if needs_rows(sel):  # the group's row while it has rows, every value 0 or NULL (ROWS, :mod:`.nullshown`)
+            sel.append("expressions", exp.alias_(exp.Count(this=exp.Star()), ROWS))
         where = sel.args.get("where")
         if where is not None and self.decides(where):
             where.set("this", self.truth(where.this))

@@ -103,7 +103,7 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
         form = forms.get(v.name)
         shown = nulls.get(v.name)
         always = v.always and v.where is None  # (its one row never leaves: no GONE)
-        gone = GONE if shown is not None and shown.values and not always else None  # (NULL values: GONE = left)
+        gone = GONE if shown is not None and shown.hidden and not always else None  # (hidden columns: GONE = left)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
                                                              memo.previous if memo.plans else None, rows_memo,
                                                              counted, gone)

@@ -8,8 +8,11 @@ its defining query evaluated over those rows.
 
 Equality: every DuckDB group with a non-zero aggregate is in the view with
 equal values (floats: 1e-9 tolerance; AVG as SUM/COUNT); every view row is a
-DuckDB group.  (A group whose aggregates are all zero may be absent from the
-view: maps hold non-zero entries only.)  A view with a condition (HAVING,
+DuckDB group.  A group whose aggregates are all zero may be absent from the
+view only where its query reads no nullable column (:func:`zero_groups_kept`:
+compiled as DBToaster's, its maps hold non-zero entries only and no COUNT(*)
+of its groups is kept); a query reading one keeps its groups' COUNT(*)
+(docs/m3.md "NULLs"), so its group of zeros is there.  A view with a condition (HAVING,
 DISTINCT), a fold (MIN, MAX, COUNT DISTINCT) or of rows (no aggregates) must
 hold exactly DuckDB's rows; a view of rows compares its ``count`` column with
 the number of times DuckDB's result holds the row.  A query without GROUP BY
@@ -129,6 +132,25 @@ def exact_rows(view) -> bool:
                                          for n in walk(c.expr))
 
 
+def zero_groups_kept(program, select: str) -> bool:
+    """Whether a view's query (its SQL ``select``) reads a column declared NULL, or lists one by ``*``: then the
+    three-valued rewrite compiles it and a grouped view keeps its group's COUNT(*) (an item, or the hidden
+    ``__rows__null``), so a group whose every value is 0 (``COUNT(b)`` over only NULLs, a FILTER matching none,
+    a SUM of 0s) is a row of the view as it is of SQL's result (docs/m3.md "NULLs").  Read from the SQL text
+    and the declared streams, not from what the compiler made of it (the oracle does not ask the compiled
+    program); a name shared with a column of a stream without NULLs counts as nullable (stricter)."""
+    import sqlglot
+    from boreas.m3.nullable import SUFFIX
+    from sqlglot import exp
+
+    names = {c.name[:-len(SUFFIX)].lower() for r in program.relations for c in r.columns if c.name.endswith(SUFFIX)}
+    if not names:
+        return False
+    tree = sqlglot.parse_one(select)
+    return any((type(n) is exp.Column and n.name.lower() in names) or
+               (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk())
+
+
 def _m3_value(v):
     """DuckDB's value as the M3 runtime writes it: NULL (AVG of no rows) and NaN (0 / 0) are 0."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -155,6 +177,8 @@ class Harness:
         self.sql = sql
         self.program = compile_sql(sql)
         self.queries = [to_duckdb(q) for q in selects(sql)] if to_duckdb else selects(sql)
+        self.zeros_kept = {v.name for v, q in zip(self.program.views, selects(sql))
+                           if zero_groups_kept(self.program, q)}  # (:func:`zero_groups_kept`)
 
     def run(self, batches, *, check_maps: bool = True, delete_all: bool = True,
             moves: dict[int, str] | None = None) -> Runtime:
@@ -202,7 +226,8 @@ class Harness:
     def compare(self, rt: Runtime, con, live, check_maps: bool) -> None:
         for view, select in zip(self.program.views, self.queries):
             if view.internal:
-                compare_rows(view, rt.view(view.name), con.execute(f"SELECT * FROM ({select})"))
+                compare_rows(view, rt.view(view.name), con.execute(f"SELECT * FROM ({select})"),
+                             zeros_kept=view.name in self.zeros_kept)
                 continue
             got = {_float_key(k): v for k, v in rt.view(view.name).items()}
             cur = con.execute(f"SELECT * FROM ({select})")
@@ -222,13 +247,16 @@ class Harness:
                     expected[key] = values + (expected.get(key, values + (0,))[-1] + 1,)
                 else:
                     expected[key] = tuple(_m3_value(row[i]) for i in val_idx)
-            strict = exact_rows(view) or bool(counted)
+            strict = exact_rows(view) or bool(counted) or view.name in self.zeros_kept
             for key, vals in expected.items():
                 mine = got.get(key)
                 if key not in got:  # (a view of one value column reads None where that value is NULL: present)
-                    # a row with only zero values may be missing where rows are not exact, and the one row of a
-                    # query without GROUP BY is missing while it reads no rows (SQL: NULLs and COUNT 0)
-                    # (an ALWAYS view's one row is never missing: an aggregate without GROUP BY since sqlO)
+                    # Excused, each a documented limitation, nothing else: a row with only zero values of a query
+                    # reading no nullable column whose rows are not exact (compiled as DBToaster's: no COUNT(*)
+                    # of its groups, maps of non-zero entries: docs/m3.md "NULLs", the last open item; a query
+                    # reading one keeps its groups' COUNT(*), never excused), and the one row of a query without
+                    # GROUP BY not declared ALWAYS while it reads no rows (SQL: NULLs and COUNT 0; docs/m3.md
+                    # "Rows": over a derived table, with HAVING).  An ALWAYS view's one row is never missing.
                     assert not view.always and (not strict or not view.keys) and all(v == 0 for v in vals), (
                         f"{view.name}: missing row {key} = {vals}")
                     continue
@@ -257,15 +285,15 @@ def _shown(view) -> list:
     return [view.columns[i] for i in shown_columns([c.name for c in view.columns])]
 
 
-def compare_rows(view, rows: dict, cur) -> None:
+def compare_rows(view, rows: dict, cur, zeros_kept: bool = False) -> None:
     """A view with internal keys (GROUP BY columns not selected) against DuckDB's result, as bags of output rows.
 
     DuckDB's rows hold the selected columns only, so two groups may give equal
     rows: the view's rows, internal keys dropped, must be DuckDB's rows with
     their multiplicities.  A view that selects no value has a ``count`` of 1
     per group, which DuckDB does not show (a row per group).  Rows whose
-    values are all 0 are left out of both where rows are not exact (see the
-    module doc).
+    values are all 0 are left out of both where rows are not exact and the
+    query reads no nullable column (``zeros_kept`` False: see the module doc).
     """
     cols = [d[0].lower() for d in cur.description]
     shown = [view.keys[i] for i in view.output_keys]
@@ -274,7 +302,7 @@ def compare_rows(view, rows: dict, cur) -> None:
     assert counted in ([], [columns[-1].name]), f"{view.name}: columns {counted} not in DuckDB's {cols}"
     idx = [cols.index(k.lower()) for k in shown] + [cols.index(c.name.lower()) for c in columns
                                                     if c.name not in counted]
-    strict = exact_rows(view) or bool(counted)
+    strict = exact_rows(view) or bool(counted) or zeros_kept
 
     def out_row(row: tuple) -> tuple:
         return _float_key(tuple(_m3_value(v) for v in row))
