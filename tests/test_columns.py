@@ -11,7 +11,7 @@ from boreas.wire.columns import Columns, arrow_schema, check, decode, payload
 from boreas.wire.columns import from_rows as at_the_edge
 from boreas.wire.frames import ARROW, decode as decode_frame, encode, make_batch
 from boreas.wire.tuples import RowType
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support.changelog import changes
 from support.m3_q3 import duckdb_q3, q3_app, q3_rows, wire
@@ -194,6 +194,7 @@ events = st.lists(st.tuples(st.sampled_from([1, 1, 1, -1]), st.integers(-3, 3), 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @settings(max_examples=15, deadline=None)
 @given(st.lists(events, min_size=1, max_size=4))
+@example([[(1, 0, "a", 0, 0, 0.5)], [(-1, 0, "a", 0, 0, 0.5)]])  # a keyless SUM back to NULL over no rows
 def test_view_changes_read_as_columns_are_the_rows_runtime_changes_finds(shape, batches):
     skip_without_native()
     make = shape_operator(SHAPES[shape])
@@ -204,5 +205,5 @@ def test_view_changes_read_as_columns_are_the_rows_runtime_changes_finds(shape, 
         got = by_columns.process(0, columns_of(schema, rows), 0.0)
         want = by_rows.process(0, rows, 0.0)
         assert all(isinstance(changed, Columns) for _, changed in got)
-        assert sorted((port, sorted(changes(changed))) for port, changed in got) == \
-            sorted((port, sorted(changes(changed))) for port, changed in want)
+        assert sorted((port, sorted(changes(changed), key=repr)) for port, changed in got) == \
+            sorted((port, sorted(changes(changed), key=repr)) for port, changed in want)  # (a keyless SUM: None)
