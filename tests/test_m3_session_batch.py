@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from boreas.m3.compiler.sessionfn import Session
 from boreas.node.operators.m3session_batch import runs
+from boreas.node.operators.m3session_held import held_rows
 from boreas.node.operators.m3sessions import SessionBuffer, SessionPort
 from boreas.wire.columns import Columns
 
@@ -22,7 +23,8 @@ def port() -> SessionPort:
 
 
 def sessions_of(sp: SessionPort) -> dict:
-    return {key: [(a, b, Counter(rows)) for a, b, rows in zip(s.starts, s.ends, s.rows)] for key, s in sp.keys.items()}
+    return {key: [(a, b, Counter(held_rows(rows))) for a, b, rows in zip(s.starts, s.ends, s.rows)]
+            for key, s in sp.keys.items()}
 
 
 row = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 80), st.integers(0, 3))

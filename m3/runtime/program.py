@@ -163,11 +163,11 @@ class Runtime(Reads):
         that decodes changes in bulk: node/operators/m3changes.py), else None.  Read between batches only."""
         return self._native
 
-    def string_ids(self, strings: Sequence[str]) -> list[int] | None:
-        """The ids a STRING column of int64 values carries for ``strings`` on the native backend (interned now;
-        a column of ids crosses into C as it is), or None on the Python backend (give it the strings)."""
+    def string_ids(self, strings: Sequence[str]) -> Sequence[int] | None:
+        """The ids a STRING column carries for ``strings`` (a list; an Arrow array's found in C: native/crt_strings.py)
+        on the native backend (interned now), or None on the Python backend (give it the strings)."""
         native = self._native
-        return None if native is None else [native.ids[s] for s in strings]
+        return None if native is None else native.index.ids_of(strings)
 
     def apply_columns(self, relation: str, sign: int, columns: Sequence[Sequence]) -> int:
         """Apply one relation's events given column by column (one sequence or ``array`` per column); atomic.

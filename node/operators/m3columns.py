@@ -183,7 +183,7 @@ def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids, unread: 
             out.append([""] * len(column) if ids is None else _view(np.full(len(column), ids[0], np.int64), "q"))
         elif kind == "STRING":
             encoded = m3rows_distinct.encoded(column)  # (a string function's result: remembered, not made again)
-            ids = string_ids(encoded.dictionary.to_pylist())
+            ids = string_ids(encoded.dictionary)  # (an Arrow array: the native runtime finds its ids in C)
             if ids is None:
                 out.append(column.to_pylist())
             else:

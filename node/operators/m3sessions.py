@@ -39,7 +39,10 @@ import pyarrow as pa
 from boreas.m3.compiler.sessionfn import Session
 from boreas.wire.columns import Columns
 
+from boreas.wire.pyvalues import python_values
+
 from .m3session_batch import Runs, runs
+from .m3session_held import HeldRun, Pins, gathered, held_count, held_rows
 
 
 @dataclass
@@ -125,6 +128,7 @@ class SessionPort:
     #: close looks at the keys whose entries it passed, not at every key; a stale entry costs one look
     due: list[tuple[float, int, tuple]] = field(default_factory=list)
     ties: itertools.count = field(default_factory=itertools.count)
+    pins: Pins = field(default_factory=Pins)  # the batches its sessions' held runs keep alive
 
     def expect(self, end: float, key: tuple) -> None:
         heapq.heappush(self.due, (end, next(self.ties), key))
@@ -158,23 +162,41 @@ class SessionPort:
             self.expect(end, key)
         return kept, late, newest
 
-    def take_runs(self, ordered: list[tuple], cut: Runs) -> None:
+    def take_runs(self, ordered: pa.RecordBatch, cut: Runs) -> None:
         """Add a batch's rows (none late: :func:`~.m3session_batch.runs` said so), given in ``cut.order`` (run
-        after run: each run a slice), to their keys' open sessions a run at a time."""
-        keys, gap, due, partition = self.keys, self.session.gap, {}, self.partition
+        after run: each run a slice), to their keys' open sessions a run at a time, each run held as a slice of
+        ``ordered`` (:class:`~.m3session_held.HeldRun`), not as rows."""
+        keys, gap, due = self.keys, self.session.gap, {}
         bounds = cut.bounds.tolist()
-        for i, (low, high) in enumerate(zip(cut.low.tolist(), cut.high.tolist())):
-            held = ordered[bounds[i]:bounds[i + 1]]
-            first = held[0]
-            key = tuple([first[c] for c in partition])
+        firsts = pa.array(cut.bounds[:-1])
+        runs_keys = (list(zip(*[python_values(ordered.column(c).take(firsts)) for c in self.partition]))
+                     if self.partition else [()] * len(cut.low))
+        for i, (low, high, key) in enumerate(zip(cut.low.tolist(), cut.high.tolist(), runs_keys)):
             sessions = keys.get(key)
             if sessions is None:
                 sessions = keys[key] = SessionSet(gap)
-            sessions.add_run(low, high, held)
+            sessions.add_run(low, high, [HeldRun(ordered, bounds[i], bounds[i + 1])])
             if due.get(key, math.inf) > low + gap:
                 due[key] = low + gap
+        self.pins.hold(ordered, ordered.num_rows)
         for key, end in due.items():
             self.expect(end, key)
+
+    def repack(self) -> None:
+        """Copy every held run's rows into one batch of them alone, so that no batch stays pinned for a few rows
+        (:class:`~.m3session_held.Pins`); the sessions and their rows' order unchanged."""
+        where = [(items, j) for s in self.keys.values() for items in s.rows
+                 for j, item in enumerate(items) if isinstance(item, HeldRun)]
+        self.pins.clear()
+        if not where:
+            return
+        block = gathered([(items[j], None) for items, j in where]).batch
+        at = 0
+        for items, j in where:
+            n = len(items[j])
+            items[j] = HeldRun(block, at, at + n)
+            at += n
+        self.pins.hold(block, at)
 
     def passed(self, frontier: float) -> list[tuple]:
         """The keys (once each) some session of which may end at or before ``frontier``."""
@@ -203,37 +225,58 @@ class SessionBuffer:
         cut = runs(columns.batch, sp.time, sp.partition, sp.session.gap, closed)
         if cut is None:
             return None
-        # the rows made in run order (one Arrow take), so that each run is a slice of them, not a gather
-        sp.take_runs(Columns(columns.batch.take(pa.array(cut.order))).rows(), cut)
+        # the batch put in run order (one Arrow take), so that each run is a slice of it (.m3session_held)
+        sp.take_runs(columns.batch.take(pa.array(cut.order)), cut)
         return 0, cut.newest
 
-    def close(self, frontier: float) -> dict[int, list[tuple]]:
+    def close_parts(self, frontier: float) -> dict[int, list[list[tuple] | Columns]]:
         """Per port, the rows of every session ending at or before ``frontier``, each with its session's
-        ``window_start`` and ``window_end`` appended; those sessions (and keys left with none) dropped."""
-        out: dict[int, list[tuple]] = {}
+        ``window_start`` and ``window_end`` appended: those held as rows as a list of rows, those held as runs of
+        a batch as one batch of columns (.m3session_held); those sessions (and keys left with none) dropped."""
+        out: dict[int, list[list[tuple] | Columns]] = {}
         for port, sp in self.ports.items():
             rows: list[tuple] = []
+            spans: list[tuple[HeldRun, tuple[int, int]]] = []
             for key in sp.passed(frontier):
                 sessions = sp.keys.get(key)
                 if sessions is None:
                     continue
                 for start, end, held in sessions.close(frontier):
                     bounds = (math.floor(start), math.ceil(end))  # INT columns (a FLOAT time's, outward)
-                    rows.extend(row + bounds for row in held)
+                    for item in held:
+                        if isinstance(item, HeldRun):
+                            spans.append((item, bounds))
+                        else:
+                            rows.append(item + bounds)
                 if sessions.starts:
                     sp.expect(sessions.ends[0], key)  # its next session to end
                 else:
                     del sp.keys[key]
-            if rows:
-                out[port] = rows
+            parts: list[list[tuple] | Columns] = [rows] if rows else []
+            if spans:
+                for run, _ in spans:
+                    sp.pins.release(run)
+                try:
+                    parts.append(gathered(spans))
+                except ValueError:  # (a bound past int64, schemas apart) as rows
+                    parts.append([row + bounds for run, bounds in spans for row in run.rows()])
+                if sp.pins.wasteful():
+                    sp.repack()
+            if parts:
+                out[port] = parts
         return out
+
+    def close(self, frontier: float) -> dict[int, list[tuple]]:
+        """:meth:`close_parts` with every part as rows."""
+        return {port: [row for part in parts for row in (part.rows() if isinstance(part, Columns) else part)]
+                for port, parts in self.close_parts(frontier).items()}
 
     def held(self) -> int:
         """The rows held in open sessions."""
-        return sum(len(r) for sp in self.ports.values() for s in sp.keys.values() for r in s.rows)
+        return sum(held_count(r) for sp in self.ports.values() for s in sp.keys.values() for r in s.rows)
 
     def state(self) -> dict:
-        return {str(port): [[list(key), s.starts, s.ends, [[list(r) for r in rows] for rows in s.rows]]
+        return {str(port): [[list(key), s.starts, s.ends, [[list(r) for r in held_rows(rows)] for rows in s.rows]]
                             for key, s in sp.keys.items()] for port, sp in self.ports.items()}
 
     def restore(self, state: dict) -> None:
@@ -242,6 +285,7 @@ class SessionBuffer:
                                               [[tuple(r) for r in rows] for rows in held])
                        for key, starts, ends, held in state.get(str(port), [])}
             sp.due = []
+            sp.pins.clear()
             for key, sessions in sp.keys.items():
                 for end in sessions.ends:
                     sp.expect(end, key)

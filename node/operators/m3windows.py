@@ -153,8 +153,9 @@ class WindowedM3Operator(M3Operator):
         frontier = self.windows.frontier(now)
         if frontier <= self.windows.closed:
             return []
-        for port, rows in self.sessions.close(frontier).items():  # folded in with their final bounds
-            super().process(port, rows, now)
+        for port, parts in self.sessions.close_parts(frontier).items():  # folded in with their final bounds
+            for rows in parts:  # (rows held one at a time; the runs of batches as one batch of columns)
+                super().process(port, rows, now)
         everything = bool(self.sessions.ports)  # every entry in the maps is a session closed just now
         emitted: Emitted = []
         if self._stages is not None:  # a window join: its leaves' rows are the stages' (.m3winjoin)

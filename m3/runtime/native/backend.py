@@ -29,11 +29,12 @@ from .codes import Codec, Compactor, Dates, DayNumbers, Interner, packed
 from .computed import distinct_arguments, spread
 from .crt_api import CDEF
 from .crt_slices import SLICES_CDEF
+from .crt_strings import STRINGS_CDEF, StringIndex
 from .overflow import IntOverflow
 
 RT_OVERFLOW = -3  # rt_trigger's result when an INT sum or product outgrew 64 bits (crt)
 ffi = FFI()
-ffi.cdef(CDEF + SLICES_CDEF)
+ffi.cdef(CDEF + SLICES_CDEF + STRINGS_CDEF)
 # The C types the batch calls name, parsed now: cffi parses a type string the first time it is used (some
 # milliseconds with pycparser), which would otherwise fall on a node's first batch.
 for _type in ("void *[]", "int[]", "int64_t *", "int64_t[]"):
@@ -87,9 +88,8 @@ class NativeMaps:
         self.rt = ffi.gc(lib.rt_new(epsilon), lib.rt_free)
         if self.rt == ffi.NULL:
             raise MemoryError("rt_new")
-        self.ids = Interner()
-        self.days = DayNumbers()
-        self.dates = Dates()
+        self.ids, self.days, self.dates = Interner(), DayNumbers(), Dates()
+        self.index = StringIndex(ffi, lib, self.rt, self.ids)  # a column's ids found in C (.crt_strings)
         for s in module.strings:  # the generated code knows string constants by these ids
             self.ids[s]
         self._sent = 0  # strings of the intern table the C side has (only when it orders strings)

@@ -42,6 +42,7 @@ syncs (capped: past the cap the map is marked for a full reload instead).
 from .crt_api import API
 from .crt_queue import QUEUE
 from .crt_slices import SLICES
+from .crt_strings import STRINGS
 from .crt_values import VALUES
 
 _TYPES = r"""
@@ -79,7 +80,7 @@ typedef struct {
     int64_t *pend, pendn, pendcap; int overflow;           /* keys written since the mirror's last sync */
 } map_t;
 typedef struct { char *p; int64_t n; } str_t;
-struct rt { int nmaps; int ovf_map; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; map_t maps[NMAPS]; };
+struct rt { int nmaps; int ovf_map; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; void *sidx; map_t maps[NMAPS]; };
 typedef struct rt rt_t;
 /* entry e's record (its key columns), and its value right after them */
 #define ENT(m, e) ((m)->ents + (int64_t)(e) * (m)->stride)
@@ -351,4 +352,4 @@ static void map_empty(map_t *m) {
 }
 """
 
-SOURCE = _TYPES + VALUES + _MAPS + QUEUE + API + SLICES
+SOURCE = _TYPES + VALUES + _MAPS + QUEUE + STRINGS + API + SLICES

@@ -61,7 +61,7 @@ void rt_free(rt_t *rt) {
     if (!rt) return;
     for (int i = 0; i < rt->nmaps; i++) map_release(&rt->maps[i]);
     for (int64_t i = 0; i < rt->nstrs; i++) free(rt->strs[i].p);
-    free(rt->strs); free(rt);
+    free(rt->strs); sidx_free(rt->sidx); free(rt);
 }
 
 /* the intern table's string ``id`` (UTF-8), for ordering comparisons between strings */
