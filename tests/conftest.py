@@ -112,6 +112,7 @@ IN_PROCESS = (
     "test_m3_topn.py",                       # ROW_NUMBER() top-N in an m3 box fed by hand, against DuckDB
     "test_m3_topn_append.py",                # the append-only top-N ranked in columns, against RankedRows
     "test_m3_session_batch.py",              # a SESSION batch held a run per key, against rows one at a time
+    "test_m3_session_held.py",               # SESSION runs held as slices of their batches, against tuples
     "test_m3_sessions_nexmark.py",           # Nexmark's q11 in an m3 box fed by hand, against DuckDB
     "test_m3_winjoin.py",                    # window and interval joins in an m3 box fed by hand, against a reference
     "test_m3_winjoin_leaf_columns.py",       # a window join's raw leaf without its unread columns, fed by hand
