@@ -81,3 +81,20 @@ def test_a_column_named_without_its_source_keeps_every_column(backend):
     fed = rows(3)
     got = emitted(op.process_from(0, fed, 0.0, ("A", "a", 1))) + emitted(op.end_of_input(0.1))
     assert got == answer(fed)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_natural_join_keeps_the_columns_it_joins_on(backend):
+    """A NATURAL JOIN names no column: its shared ``k`` stays in the leaf (left out, the stage joined on the
+    window alone and counted each row once per ``k``)."""
+    query = ("SELECT B.v, W.m FROM A B NATURAL JOIN (SELECT k, MAX(v) AS m, window_start, window_end FROM "
+             "TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), 10)) GROUP BY k, window_start, window_end) W "
+             "WHERE B.window_end = W.window_end")
+    op = box(query, backend)
+    fed = rows(4)
+    top = {}
+    for k, v, _, _, t in fed:
+        top[k, t - t % 10] = max(v, top.get((k, t - t % 10), v))
+    want = Counter((v, top[k, t - t % 10]) for k, v, _, _, t in fed)
+    got = emitted(op.process_from(0, fed, 0.0, ("A", "a", 1))) + emitted(op.end_of_input(0.1))
+    assert got == want

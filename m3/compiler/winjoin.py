@@ -10,8 +10,8 @@ table, evaluated once, when the window closes.  So :func:`split` cuts the
 query into
 
 * **leaves**: each innermost derived table (and each windowed stream read
-  raw beside them, as ``SELECT every column FROM s``: a view of rows,
-  its count each row's multiplicity), compiled as ordinary windowed views of
+  raw beside them, as ``SELECT <the columns the stages read> FROM s``: a
+  view of rows, its count each row's multiplicity), compiled as ordinary windowed views of
   the box: maintained incrementally, their state per window dropped when the
   window closes (node/operators/m3windows.py);
 * **uppers**: each query that reads derived tables, with them read as
@@ -243,13 +243,17 @@ def _leaf(sel: exp.Select, alias: str, what: str, sources: list, work: _Split) -
 
 def _read_columns(sel: exp.Select, alias: str) -> set[str] | None:
     """The columns (lower names) ``sel`` reads of source ``alias``, named ``alias.column``; None when it may read
-    more than those (a ``*``, or a column named without its source).
+    more than those (a ``*``, a column named without its source, or a NATURAL or USING join, whose columns
+    are named by neither side).
 
     >>> sel = sqlglot.parse_one("SELECT B.a, W.m FROM b AS B JOIN (SELECT MAX(x) AS m FROM w) AS W ON B.p = W.m "
     ...                         "WHERE B.t > 1")
     >>> sorted(_read_columns(sel, "B")), _read_columns(sqlglot.parse_one("SELECT a FROM b AS B"), "B")
     (['a', 'p', 't'], None)
     """
+    if any(str(j.args.get("method") or "").upper() == "NATURAL" or j.args.get("using")
+           for j in sel.args.get("joins") or []):
+        return None
     read = set()
     for node in sel.find_all(exp.Column, exp.Star):
         if _inner(node, sel):  # (a derived table's own columns)
