@@ -179,6 +179,17 @@ tests ``value is GONE`` (:func:`left`).
 """
 
 
+def zero_rows(columns: Sequence[str]) -> bool:
+    """Whether a view of value columns ``columns`` may have a row reading all zeros (a NULL value's count, or
+    the hidden :data:`ROWS` count of a windowed view's group: docs/m3.md, "Event time"), so a row that left is
+    told by :data:`GONE`, not by 0.
+
+    >>> zero_rows(("s", "s__null")), zero_rows(("s", ROWS)), zero_rows(("s", "n"))
+    (True, True, False)
+    """
+    return bool(null_values(columns)) or ROWS in columns
+
+
 def left(value, marked: bool) -> bool:
     """Whether a ``changes()`` value says its row left the view: GONE in a view whose changes mark it
     (``marked``: a view with NULL values), 0 or an all-zero tuple in any other."""
@@ -197,17 +208,25 @@ class ViewNulls:
     (((None, 1), (None, 3)), ((2, 0), (5, 3)), ((2, 0), GONE))
     >>> nulls.row((2, 0), (0, 0, 0), present=True)
     ((2, 0), (None, 0))
+
+    A windowed view's group counted by the hidden :data:`ROWS` (m3/compiler/winrows.py): a SUM of 0 is its row
+    while the count is not 0, the count left out:
+
+    >>> counted = ViewNulls.of(("a",), (), ("s", "__rows__null"))
+    >>> counted.row((1,), (0, 2)), counted.row((1,), (0, 0))
+    (((1,), 0), ((1,), GONE))
     """
 
     keys: tuple[tuple[int, int], ...]
     values: tuple[tuple[int, int], ...]
     shown: tuple[int, ...]
+    counted: bool = False  # a hidden ROWS count says the group's row is there (a SUM of 0 is a row)
 
     @classmethod
     def of(cls, keys: Sequence[str], internal: Sequence[str], columns: Sequence[str]) -> ViewNulls | None:
-        """The view's, or None where it has no NULLs to show."""
-        nk, nv = null_keys(keys, internal), null_values(columns)
-        return cls(nk, nv, shown_columns(columns)) if nk or nv else None
+        """The view's, or None where it has no NULLs to show nor a hidden :data:`ROWS` count to leave out."""
+        nk, nv, counted = null_keys(keys, internal), null_values(columns), ROWS in columns
+        return cls(nk, nv, shown_columns(columns), counted) if nk or nv or counted else None
 
     def row(self, key: tuple, value, present: bool = False) -> tuple[tuple, object]:
         """A (key, value) as the runtime holds it, shown.  A view with NULL values: :data:`GONE` stays GONE, and
@@ -215,7 +234,7 @@ class ViewNulls:
         rows in it; a general view's change says GONE itself where its row left).  Else an all-zero value
         stays all zero (a change's all-zero value is a row that left)."""
         key = shown_key(key, self.keys) if self.keys else key
-        if not self.values or value is GONE:
+        if (not self.values and not self.counted) or value is GONE:
             return key, value
         if not present and not any(value):
             return key, GONE

@@ -119,6 +119,7 @@ from .sugar import desugar
 from .sumjoin import joined as sum_joined
 from .notexists import as_extremes
 from .threevalued import rewrite as nulls_explicit
+from .winrows import counted_groups
 from .keyless import always as keyless, one_row_view
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
@@ -249,6 +250,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
         sel = exists_of_values(sel, relations)  # (SELECT agg ...) IN (SELECT c ...) as EXISTS (:mod:`.valuein`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
+        sel = counted_groups(sel)  # a closed window's group with its row while it had rows (:mod:`.winrows`)
         explicit = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         # a correlation with a nullable outer column leaves ``r.b__null = 0`` in its subquery, to move out
         sel = outer_conditions_out(explicit) if explicit is not sel and _has_indicator(explicit) else explicit

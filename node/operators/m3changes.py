@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from boreas.catalog.model import Schema
-from boreas.m3.nullable import null_keys, null_values, shown_columns
+from boreas.m3.nullable import null_keys, null_values, shown_columns, zero_rows
 from boreas.wire.columns import Columns, arrow_schema
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
@@ -89,7 +89,7 @@ def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema
     shown = view.output_keys  # an internal key (a GROUP BY column not selected) is no out field
     value_fields = list(target)[len(shown):]
     kinds = {m: pa.float64() if m in native.float_maps else pa.int64() for m in maps}
-    if not null_values([c.name for c in view.columns]) and all(
+    if not zero_rows([c.name for c in view.columns]) and all(
             c.denominator is None and kinds[c.numerator] == f.type for c, f in zip(view.columns, value_fields)):
         return _as_laid_out(native, view, maps, kinds, keys, target, strings)
     return _from_changes(native, view, maps, kinds, keys, target, strings)

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from boreas.m3.nullable import left, null_values
+from boreas.m3.nullable import left, zero_rows
 
 
 def present(value: Any) -> bool:
@@ -57,8 +57,8 @@ def present_rows(rows: dict[tuple, Any], marked: bool) -> list[tuple[tuple, Any]
 
 def marked_views(views: Iterable) -> frozenset[str]:
     """The names of ``views`` (``m3.ast.ViewDecl``) whose ``changes()`` tell a row that left by GONE: those with
-    NULL values (:data:`boreas.m3.nullable.GONE`)."""
-    return frozenset(v.name for v in views if null_values([c.name for c in v.columns]))
+    NULL values or a group's hidden count (:data:`boreas.m3.nullable.GONE`, :func:`~boreas.m3.nullable.zero_rows`)."""
+    return frozenset(v.name for v in views if zero_rows([c.name for c in v.columns]))
 
 
 _ABSENT = object()  # (a key the memo does not hold: its value may be None, a NULL)
