@@ -125,8 +125,8 @@ def test_windowed_views_show_every_window_with_rows_as_duckdb(backend, kind, ite
     text = (f"SELECT {keys}window_start, window_end, {items} FROM {{w}} GROUP BY {keys}window_start, window_end")
     box = "CREATE STREAM Bid(auction INT, price INT, ts INT);\n" + text.format(
         w=CALLS[kind].format(s="Bid", key="auction"))
-    want, width = duckdb_rows(text.format(w="w"), {"w": ("auction INT, price INT, ts INT, window_start INT, window_end INT",
-                                                  windowed(kind, rows, 0))})
+    columns_w = "auction INT, price INT, ts INT, window_start INT, window_end INT"
+    want, width = duckdb_rows(text.format(w="w"), {"w": (columns_w, windowed(kind, rows, 0))})
     assert feed(box_of(box, [BID], backend), in_order(rows, cuts, columns), [BID], width) == want
 
 
@@ -149,9 +149,9 @@ JOINS = {
     "upper sum": lambda kind: (f"SELECT X.k, X.ws, SUM(Y.m) AS t FROM {count_leaf(kind)} JOIN "
                                f"{a_leaf(kind, 'MIN(v) AS m')} ON X.k = Y.k AND X.ws = Y.ws AND X.we = Y.we "
                                "GROUP BY X.k, X.ws, X.we"),
-    "hottest sums": lambda kind: (f"SELECT X.k, X.s FROM {a_leaf(kind, 'SUM(v) AS s', 'X')} JOIN (SELECT MAX(C.s) AS m, "
-                                  f"C.ws, C.we FROM {a_leaf(kind, 'SUM(v) AS s', 'C')} GROUP BY C.ws, C.we) Y "
-                                  "ON X.ws = Y.ws AND X.we = Y.we AND X.s >= Y.m"),
+    "hottest sums": lambda kind: (f"SELECT X.k, X.s FROM {a_leaf(kind, 'SUM(v) AS s', 'X')} JOIN (SELECT MAX(C.s) "
+                                  f"AS m, C.ws, C.we FROM {a_leaf(kind, 'SUM(v) AS s', 'C')} GROUP BY C.ws, C.we) "
+                                  "Y ON X.ws = Y.ws AND X.we = Y.we AND X.s >= Y.m"),
 }
 
 
@@ -167,9 +167,9 @@ def test_window_joins_over_zero_sums_match_duckdb(backend, query, kind, p_rows, 
     text = JOINS[query](kind)
     box = ("CREATE STREAM P(k INT, ts INT);\nCREATE STREAM A(k INT, v INT, ts INT);\n" + text)
     duck = text.replace(CALLS[kind].format(s="P"), "pw").replace(CALLS[kind].format(s="A"), "aw")
-    want, width = duckdb_rows(duck, {"pw": ("k INT, ts INT, window_start INT, window_end INT", windowed(kind, p_rows, 0)),
-                              "aw": ("k INT, v INT, ts INT, window_start INT, window_end INT",
-                                     windowed(kind, a_rows, 0))})
+    bounds = "window_start INT, window_end INT"
+    want, width = duckdb_rows(duck, {"pw": (f"k INT, ts INT, {bounds}", windowed(kind, p_rows, 0)),
+                                     "aw": (f"k INT, v INT, ts INT, {bounds}", windowed(kind, a_rows, 0))})
     ps, as_ = in_order(p_rows, cuts, columns, 0), in_order(a_rows, cuts[::-1], columns, 1)
     batches = [b for pair in zip(ps + [None] * len(as_), as_ + [None] * len(ps)) for b in pair if b is not None]
     assert feed(box_of(box, [P, A], backend), batches, [P, A], width) == want

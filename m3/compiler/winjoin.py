@@ -222,7 +222,7 @@ def _stage(sel: exp.Select, alias: str, work: _Split) -> tuple[str, dict[str, st
     relation = work.name(alias) if alias else "wj_query"
     names = _names(sel, what)
     # (evaluated over one window's rows: a group of that window keeps its row whatever its values, .winrows)
-    stage = Stage(relation, counted_groups(sel.copy(), every_group=True).sql(), names, _grouped(sel), tuple(reads))
+    stage = Stage(relation, counted_groups(sel, every_group=True).sql(), names, _grouped(sel), tuple(reads))
     work.uppers.append(stage)
     return relation, _window_marks(sel, marks)
 

@@ -42,8 +42,8 @@ from .windowfn import WINDOW_COLUMNS
 
 
 def counted_groups(sel: exp.Expression, every_group: bool = False) -> exp.Expression:
-    """``sel`` with ``COUNT(*) AS __rows__null`` appended where a group's row would otherwise vanish when its
-    values are all 0 (module docstring); any other statement as it is."""
+    """``sel`` (a copy when changed) with ``COUNT(*) AS __rows__null`` appended where a group's row would
+    otherwise vanish when its values are all 0 (module docstring); any other statement as it is."""
     if type(sel) is not exp.Select or (group := sel.args.get("group")) is None:
         return sel
     if not every_group and not any(type(e) is exp.Column and e.name.lower() in WINDOW_COLUMNS
@@ -52,6 +52,7 @@ def counted_groups(sel: exp.Expression, every_group: bool = False) -> exp.Expres
     aggs = [n for e in sel.expressions for n in e.walk() if isinstance(n, exp.AggFunc)]
     if not aggs or counts_rows(sel) or any(_extreme(a) for a in aggs) or any(_named_rows(e) for e in sel.expressions):
         return sel
+    sel = sel.copy()  # (the caller's tree unchanged, as the other rewrites leave it)
     sel.append("expressions", exp.alias_(exp.Count(this=exp.Star()), ROWS))
     return sel
 
