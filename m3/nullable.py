@@ -212,6 +212,9 @@ class ViewNulls:
     >>> counts = ViewNulls.of(("a",), (), ("n", "__rows__null"))  # COUNT(b) beside its group's hidden COUNT(*)
     >>> counts.row((1,), (0, 2)), counts.row((1,), (0, 0))
     (((1,), 0), ((1,), GONE))
+
+    A windowed view's SUM beside its group's hidden :data:`ROWS` (m3/compiler/winrows.py): a SUM of 0 is a row
+    while the count is not 0.
     """
 
     keys: tuple[tuple[int, int], ...]

@@ -76,8 +76,7 @@ from .outercond import outer_conditions_out
 from .fromless import is_fromless
 from .groupnames import name_groups
 from .hoist import hoisted
-from .selectsub import has_select_subqueries
-from .selectsub import plan as select_plan
+from .selectsub import has_select_subqueries, plan as select_plan
 from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
@@ -108,8 +107,7 @@ from .outputs import (
     select_items,
     view_names,
 )
-from .positions import Ctx as _Ctx
-from .positions import split_statements
+from .positions import Ctx as _Ctx, split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
 from .sqlquery import SqlQuery
@@ -119,6 +117,7 @@ from .sugar import desugar
 from .sumjoin import joined as sum_joined
 from .notexists import as_extremes
 from .threevalued import rewrite as nulls_explicit
+from .winrows import counted_groups
 from .keyless import always as keyless, one_row_view
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
@@ -249,7 +248,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
         sel = exists_of_values(sel, relations)  # (SELECT agg ...) IN (SELECT c ...) as EXISTS (:mod:`.valuein`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
-        explicit = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
+        explicit = nulls_explicit(counted_groups(sel), relations, ctx)  # a window's groups counted (.winrows); 3VL
         # a correlation with a nullable outer column leaves ``r.b__null = 0`` in its subquery, to move out
         sel = outer_conditions_out(explicit) if explicit is not sel and _has_indicator(explicit) else explicit
         one_row = keyless(sel)  # an aggregate without GROUP BY: its one row always, NULLs counted (:mod:`.keyless`)

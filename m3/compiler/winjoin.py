@@ -50,6 +50,7 @@ from boreas.catalog.watermarks import interval_ms
 
 from ..errors import CompileError
 from .windowfn import WINDOW_COLUMNS, Window, rewrite
+from .winrows import counted_groups
 
 _STRING = re.compile(r"'(?:[^']|'')*'")
 _CREATE = re.compile(r"^\s*CREATE\s+STREAM\s+([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
@@ -219,7 +220,9 @@ def _stage(sel: exp.Select, alias: str, work: _Split) -> tuple[str, dict[str, st
         raise CompileError(f"{what} aggregates windowed derived tables without GROUP BY their window_start or "
                            "window_end: the aggregate would span windows")
     relation = work.name(alias) if alias else "wj_query"
-    stage = Stage(relation, sel.sql(), _names(sel, what), _grouped(sel), tuple(reads))
+    names = _names(sel, what)
+    # (evaluated over one window's rows: a group of that window keeps its row whatever its values, .winrows)
+    stage = Stage(relation, counted_groups(sel, every_group=True).sql(), names, _grouped(sel), tuple(reads))
     work.uppers.append(stage)
     return relation, _window_marks(sel, marks)
 

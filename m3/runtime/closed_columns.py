@@ -18,7 +18,10 @@ column of another type than INT (a STRING's code is an id, a FLOAT's bits
 are not its order), a FLOAT map, a view with NULLs shown (an indicator
 key), a view that is not one map read as it is, a leaf whose rows repeat
 (not DISTINCT: its count is a multiplicity), and the Python backend (no dump).
-An entry whose value is 0 is absent, as the row path leaves it out.
+An entry whose value is 0 is absent (a map holds no 0), as the row path leaves
+it out: the one column of such a leaf is a count (a group's or a row's), never
+a SUM, which has its hidden count beside it (m3/compiler/winrows.py) and so two
+columns: a window whose SUM is 0 is a row (issue 34).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from boreas.m3.boxtype import BoxPlan, ViewInfo
 from boreas.m3.compiler.windowfn import Window
+from boreas.m3.nullable import GONE
 from boreas.m3.runtime.program import Runtime
 
 
@@ -86,8 +87,8 @@ class Closing:
     def rows(self, runtime: Runtime, frontier: float, closed: Mapping[str, dict[tuple, object]],
              everything: bool = False,
              only: Collection[str] | None = None) -> list[tuple[int, ViewInfo, int, bool, Pairs]]:
-        """Each view's rows (``only``: of those views) of the windows ``closed`` names, present ones only, in
-        window order."""
+        """Each view's rows (``only``: of those views) of the windows ``closed`` names, in window order: a row
+        for each group that had rows there, whatever its values (:func:`in_window_order`)."""
         found = []
         for out, view, position, is_end in self.views:
             if only is not None and view.name not in only:
@@ -146,20 +147,20 @@ class ClosedEntries(Mapping[str, dict]):
 
 
 def in_window_order(pairs: Pairs, position: int) -> Pairs:
-    """The present rows of ``pairs`` (:func:`.m3memo.present`) in order of their key's window at ``position``,
-    rows of one window in the order given (a stable sort): grouped per window in one pass, the windows sorted,
-    not every row by a key function (a closing holds few windows and many rows).
+    """The rows of ``pairs`` in order of their key's window at ``position``, rows of one window in the order
+    given (a stable sort): grouped per window in one pass, the windows sorted, not every row by a key function
+    (a closing holds few windows and many rows).  A row GONE (a group counted by a hidden count that reads 0:
+    :class:`boreas.m3.nullable.ViewNulls`) is left out; a row whose values are all 0 is a row (a SUM of 0 over
+    the window's rows, a MAX of 0: issue 34): the views' reads give the groups that had rows, no other
+    (m3/compiler/winrows.py).
 
-    >>> in_window_order([((1, 20), 5), ((2, 10), 0), ((3, 10), (0, 1)), ((4, 20), (0, 0))], 1)
-    [((3, 10), (0, 1)), ((1, 20), 5)]
+    >>> from boreas.m3.nullable import GONE
+    >>> in_window_order([((1, 20), 5), ((2, 10), 0), ((3, 10), GONE), ((4, 20), (0, 0))], 1)
+    [((2, 10), 0), ((1, 20), 5), ((4, 20), (0, 0))]
     """
     windows: dict[object, Pairs] = {}
     for kv in pairs:
-        value = kv[1]
-        if isinstance(value, tuple):
-            if not any(v != 0 for v in value):
-                continue
-        elif value == 0:
+        if kv[1] is GONE:
             continue
         at = kv[0][position]
         if (rows := windows.get(at)) is None:

@@ -23,7 +23,6 @@ from boreas.m3.runtime.program import Runtime
 from boreas.m3.winstages import SemiJoin, StagePlan
 
 from .m3closing import ClosedEntries, Closing
-from .m3memo import present
 
 Closed = dict[str, list[tuple[int, tuple, object]]]  # per leaf view its closed rows as (window end, key, value)
 
@@ -99,15 +98,14 @@ class StageEmit:
         return self._out([self.stages.evaluate(per_window[end], self.runtimes) for end in sorted(per_window)])
 
     def _out(self, results: Sequence[dict[tuple, object]]) -> list[tuple]:
-        """The out rows of the top stage's rows of each window, in the order given."""
+        """The out rows of the top stage's rows of each window, in the order given: every row the top view
+        reads, all zeros included (its groups are counted: m3/compiler/winrows.py)."""
         top = self.stages.top
         width = len(top.output_keys)
         casts = [_cast(f.type) for f in self.schema.fields[width:]]
         out: list[tuple] = []
         for result in results:
-            for key, value in result.items():
-                if not present(value):
-                    continue
+            for key, value in result.items():  # (each a group of the window: a SUM of 0 is a row, issue 34)
                 values = value if isinstance(value, tuple) else (value,)
                 out.append(tuple(key[i] for i in top.output_keys) + tuple(c(v) for c, v in zip(casts, values)))
         return out
