@@ -85,3 +85,27 @@ def test_a_long_session_does_not_pin_every_batch_it_has_a_row_in(backend, monkey
         assert pins.pinned_rows <= 2 * pins.held + len(rows)
     assert sorted(got) == sorted(want) and len(got) == 30 * 200  # (the others close in their own batch)
     assert emitted(by_columns.end_of_input(31.0)) == emitted(by_rows.end_of_input(31.0)) == [(1, "x", 0, 3005, 600, 600)]
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+@pytest.mark.parametrize("variant", ["not nullable", "large_string"])
+def test_batches_of_different_arrow_schemas_on_one_port_are_repacked_apart(backend, variant, monkeypatch):
+    """A port's second batch marks its fields not nullable (or its ``url`` a large_string): the repack gathers
+    each schema's runs apart (it raised ValueError after the closed sessions had left and their pins were
+    cleared: those sessions were never emitted and the next release raised KeyError)."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(m3session_held, "FLOOR", 0)
+    by_columns, by_rows = build(backend), build(backend)
+    rows1 = [(1, "x", 1, 50)] + [(2 + i, "y", 1, 0) for i in range(10)]
+    rows2 = [(1, "x", 2, 58), (300, "w", 1, 70)] + [(200 + i, "z", 1, 46) for i in range(10)]
+    first, second = from_rows(rows1, BID).batch, from_rows(rows2, BID).batch
+    schema = pa.schema([f.with_nullable(False) if variant == "not nullable" else
+                        f.with_type(pa.large_string()) if f.name == "url" else f for f in second.schema])
+    second = pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(second.columns, schema)], schema=schema)
+    got = emitted(by_columns.process_from(0, Columns(first), 1.0, ("Bid", "p", 1)))
+    got += emitted(by_columns.process_from(0, Columns(second), 2.0, ("Bid", "p", 1)))
+    got += emitted(by_columns.end_of_input(3.0))
+    want = emitted(by_rows.process_from(0, rows1, 1.0, ("Bid", "p", 1)))
+    want += emitted(by_rows.process_from(0, rows2, 2.0, ("Bid", "p", 1))) + emitted(by_rows.end_of_input(3.0))
+    assert sorted(got) == sorted(want) and len(want) == 22

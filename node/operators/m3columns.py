@@ -167,7 +167,8 @@ def blank_unread(columns: Columns, port: PortPlan, unread: frozenset[int]) -> Co
 def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids, unread: frozenset[int] = frozenset()) -> list[Any]:
     """The relation's columns of ``batch`` (the port's fields, the sign field left out), as M3 takes them.
 
-    ``string_ids(values) -> list[int] | None``: the runtime's ids for distinct strings (None: pass strings);
+    ``string_ids(values) -> ids | None``: the runtime's ids for a column's distinct strings (an Arrow array in, a list
+    or numpy array of ints out; None: pass strings);
     ``unread``: positions of STRING columns nothing reads (:func:`unread_strings`), handed over as ``''``.
     """
     picks = [i for i in range(batch.num_columns) if i != port.sign_index]

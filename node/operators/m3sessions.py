@@ -183,20 +183,28 @@ class SessionPort:
             self.expect(end, key)
 
     def repack(self) -> None:
-        """Copy every held run's rows into one batch of them alone, so that no batch stays pinned for a few rows
-        (:class:`~.m3session_held.Pins`); the sessions and their rows' order unchanged."""
-        where = [(items, j) for s in self.keys.values() for items in s.rows
-                 for j, item in enumerate(items) if isinstance(item, HeldRun)]
-        self.pins.clear()
-        if not where:
-            return
-        block = gathered([(items[j], None) for items, j in where]).batch
-        at = 0
-        for items, j in where:
-            n = len(items[j])
-            items[j] = HeldRun(block, at, at + n)
-            at += n
-        self.pins.hold(block, at)
+        """Copy every held run's rows into one batch of them alone per schema (a port's batches may differ in
+        nullability or string width), so that no batch stays pinned for a few rows
+        (:class:`~.m3session_held.Pins`); the sessions and their rows' order unchanged.  Runs that cannot be
+        gathered stay as they are, still pinned (nothing released before their copy exists)."""
+        groups: dict[object, list[tuple[list, int]]] = {}
+        for s in self.keys.values():
+            for items in s.rows:
+                for j, item in enumerate(items):
+                    if isinstance(item, HeldRun):
+                        groups.setdefault(item.block.schema, []).append((items, j))
+        for where in groups.values():
+            try:
+                block = gathered([(items[j], None) for items, j in where]).batch
+            except ValueError:
+                continue
+            at = 0
+            for items, j in where:
+                run = items[j]
+                self.pins.release(run)
+                items[j] = HeldRun(block, at, at + len(run))
+                at += len(run)
+            self.pins.hold(block, at)
 
     def passed(self, frontier: float) -> list[tuple]:
         """The keys (once each) some session of which may end at or before ``frontier``."""
