@@ -185,3 +185,14 @@ def test_a_window_whose_sum_is_zero_is_emitted(backend, kind):
             "window_end")
     got = feed(box_of(text, [BID], backend), [(0, [(1, 0, 1), (2, 5, 2), (2, -5, 3), (3, 2, 4)], False)], [BID], 4)
     assert {(a, s) for a, _, _, s in got} == {(1, 0), (2, 0), (3, 2)}
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+@pytest.mark.parametrize("group", ["1, 2, 3", "auction, ws, we"])
+def test_a_window_grouped_by_position_or_alias_keeps_its_zero_sum(backend, group):
+    """GROUP BY positions or SELECT aliases of the window columns: the view is windowed all the same (it
+    closes), so its zero sums are rows too (the hidden count was added only where the GROUP BY named them)."""
+    text = ("CREATE STREAM Bid(auction INT, price INT, ts INT);\nSELECT auction, window_start AS ws, window_end AS we, "
+            f"SUM(price) AS s FROM {CALLS['TUMBLE'].format(s='Bid', key='auction')} GROUP BY {group}")
+    got = feed(box_of(text, [BID], backend), [(0, [(1, 0, 1), (2, 5, 2), (2, -5, 3), (3, 2, 4)], False)], [BID], 4)
+    assert {(a, s) for a, _, _, s in got} == {(1, 0), (2, 0), (3, 2)}

@@ -14,7 +14,7 @@ its rows, so unlike a view that never closes the count costs no changelog
 traffic: one first-order map more, dropped with the window.
 
 A view is windowed here when it groups by a window column (``window_start``
-or ``window_end``, as :func:`boreas.node.operators.m3closing.window_position`
+or ``window_end``, by name, SELECT position or alias, as :func:`boreas.node.operators.m3closing.window_position`
 finds a view's window), whatever the stream read.  The upper stages of a
 window join (m3/winstages.py) are each evaluated over one window's rows, so
 they ask for the count whenever they are grouped (``every_group``).
@@ -28,6 +28,8 @@ they ask for the count whenever they are grouped (``every_group``).
 'SELECT a, window_end, COUNT(*) AS n, SUM(b) AS s FROM R GROUP BY a, window_end'
 >>> show("SELECT a, window_end, MAX(b) AS m, SUM(b) AS s FROM R GROUP BY a, window_end")
 'SELECT a, window_end, MAX(b) AS m, SUM(b) AS s FROM R GROUP BY a, window_end'
+>>> ["__rows__null" in show(f"SELECT a, window_start AS ws, SUM(b) AS s FROM R GROUP BY {g}") for g in ("1, 2", "a, ws")]
+[True, True]
 >>> show("SELECT a, SUM(b) AS s FROM R GROUP BY a"), show("SELECT a, SUM(b) AS s FROM R GROUP BY a", True)
 ('SELECT a, SUM(b) AS s FROM R GROUP BY a', 'SELECT a, SUM(b) AS s, COUNT(*) AS __rows__null FROM R GROUP BY a')
 """
@@ -46,8 +48,7 @@ def counted_groups(sel: exp.Expression, every_group: bool = False) -> exp.Expres
     otherwise vanish when its values are all 0 (module docstring); any other statement as it is."""
     if type(sel) is not exp.Select or (group := sel.args.get("group")) is None:
         return sel
-    if not every_group and not any(type(e) is exp.Column and e.name.lower() in WINDOW_COLUMNS
-                                   for e in group.expressions):
+    if not every_group and not any(_window_key(e, sel) for e in group.expressions):
         return sel
     aggs = [n for e in sel.expressions for n in e.walk() if isinstance(n, exp.AggFunc)]
     if not aggs or counts_rows(sel) or any(_extreme(a) for a in aggs) or any(_named_rows(e) for e in sel.expressions):
@@ -55,6 +56,17 @@ def counted_groups(sel: exp.Expression, every_group: bool = False) -> exp.Expres
     sel = sel.copy()  # (the caller's tree unchanged, as the other rewrites leave it)
     sel.append("expressions", exp.alias_(exp.Count(this=exp.Star()), ROWS))
     return sel
+
+
+def _window_key(key: exp.Expression, sel: exp.Select) -> bool:
+    """Whether GROUP BY ``key`` is a window column: by its name, by its position in the SELECT list
+    (``GROUP BY 1, 2``) or by a SELECT alias of it (``window_start AS ws ... GROUP BY ws``)."""
+    if type(key) is exp.Literal and key.is_int and 0 < int(key.this) <= len(sel.expressions):
+        key = sel.expressions[int(key.this) - 1]
+    elif type(key) is exp.Column and not key.table:
+        key = next((e for e in sel.expressions if type(e) is exp.Alias and e.alias.lower() == key.name.lower()), key)
+    key = key.this if type(key) is exp.Alias else key
+    return type(key) is exp.Column and key.name.lower() in WINDOW_COLUMNS
 
 
 def _extreme(agg: exp.Expression) -> bool:
