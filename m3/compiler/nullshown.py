@@ -85,13 +85,20 @@ def needs_rows(sel: exp.Select) -> bool:
 def hidden_count(agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Expression] | None:
     """For a SUM/AVG/MIN/MAX that may read no value (of a nullable expression, or filtered) and is a SELECT
     item: (its position, the COUNT of the values it reads), the view's hidden column saying where it is
-    NULL (:func:`boreas.m3.nullable.null_values`)."""
+    NULL (:func:`boreas.m3.nullable.null_values`).  Under a FILTER the count is of the rows where both the FILTER
+    and the argument's presence hold (a filtered COUNT counts its FILTER's rows whatever its argument,
+    :mod:`.aggfilter`, so the presence joins the FILTER)."""
     outer = agg.parent if type(agg.parent) is exp.Filter else agg
     at = item_of(outer, sel)
     if at is None:
         return None
     if type(outer) is exp.Filter:
-        return at, exp.Filter(this=exp.Count(this=agg.this.copy()), expression=outer.expression.copy())
+        arg, where = agg.this, outer.expression
+        ifs = arg.args.get("ifs") or [] if type(arg) is exp.Case else []
+        if len(ifs) == 1 and arg.args.get("default") is None:  # SUM(CASE WHEN present THEN b END) FILTER (WHERE p)
+            both = exp.And(this=exp.Paren(this=where.this.copy()), expression=exp.Paren(this=ifs[0].this.copy()))
+            return at, exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=both))
+        return at, exp.Filter(this=exp.Count(this=arg.copy()), expression=where.copy())
     return at, exp.Count(this=agg.this.copy())
 
 

@@ -27,6 +27,8 @@ SHAPES: dict[str, str] = {
     "count_distinct": "SELECT a, COUNT(DISTINCT b) AS n FROM R GROUP BY a",
     "count_col_filter": "SELECT a, COUNT(b) FILTER (WHERE c > 1) AS n FROM R GROUP BY a",
     "count_star_filter": "SELECT a, COUNT(*) FILTER (WHERE b > 1) AS n FROM R GROUP BY a",
+    "sum_and_avg_filter": "SELECT a, SUM(b) FILTER (WHERE c > 1) AS s, AVG(b) FILTER (WHERE d > 0) AS m, "
+                          "COUNT(*) AS n FROM R GROUP BY a",  # (NULL where the FILTER's rows hold only NULLs)
     "several_counts": "SELECT a, COUNT(b) AS n, COUNT(c) AS m, COUNT(DISTINCT c) AS k FROM R GROUP BY a",
     "count_by_nullable_key": "SELECT b, COUNT(c) AS n FROM R GROUP BY b",
     "count_group_not_selected": "SELECT COUNT(b) AS n FROM R GROUP BY a",
@@ -89,3 +91,13 @@ def test_the_harness_excuses_a_missing_row_of_zeros_only_where_the_query_reads_n
     assert zero_groups_kept(program, "SELECT * FROM R")
     assert not zero_groups_kept(program, "SELECT a, SUM(d) AS s FROM R GROUP BY a")
     assert not zero_groups_kept(program, "SELECT a, COUNT(*) AS n FROM R GROUP BY a")
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_filtered_sum_over_only_nulls_is_null(backend):
+    """``SUM(b) FILTER (WHERE c > 0)`` where the rows the FILTER keeps hold only NULL b: NULL, as DuckDB (it read
+    0: its hidden count counted the FILTER's rows, not those with ``b`` present)."""
+    program = compile_sql(NULLABLE + "SELECT a, SUM(b) FILTER (WHERE c > 0) AS s FROM R GROUP BY a")
+    rt = new_runtime(program, backend)
+    rt.apply_batch([("R", 1, (2, None, 2, 2)), ("R", 1, (1, 5, 1, 0)), ("R", 1, (2, 7, 0, 0))])
+    assert dict(rt.view("Q1")) == {(1,): 5, (2,): None}
