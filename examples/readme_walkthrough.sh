@@ -178,20 +178,25 @@ check_background() {
 }
 
 start_cluster() {
-  eval "exec $1" > cluster.log 2> cluster.err < /dev/null &  # exec: $! is boreas itself
+  # A cluster stopped by `boreas cluster down` may still be writing its last lines: wait until it has exited
+  # (up to 60 s), and give each start its own files, so that no old writer lands in the new log.
+  local deadline=$((SECONDS + 60))
+  while [ -n "$cluster_pid" ] && kill -0 "$cluster_pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  local log="cluster-$STEP.log" err="cluster-$STEP.err"
+  eval "exec $1" > "$log" 2> "$err" < /dev/null &  # exec: $! is boreas itself
   cluster_pid=$!
-  local deadline=$((SECONDS + 90))
-  until grep -q "press Ctrl-C" cluster.log 2>/dev/null; do
+  deadline=$((SECONDS + 90))
+  until grep -q "press Ctrl-C" "$log" 2>/dev/null; do
     if ! kill -0 "$cluster_pid" 2>/dev/null; then
-      cat cluster.log cluster.err >&2
+      cat "$log" "$err" >&2
       fail "boreas cluster up exited"
     fi
-    [ $SECONDS -lt $deadline ] || { cat cluster.err >&2; fail "boreas cluster up not ready after 90s"; }
+    [ $SECONDS -lt $deadline ] || { cat "$err" >&2; fail "boreas cluster up not ready after 90s"; }
     sleep 0.2
   done
-  cat cluster.log
+  cat "$log"
   local line
-  line=$(grep '^export BOREAS_HEAD=' cluster.log)
+  line=$(grep -a '^export BOREAS_HEAD=' "$log") || fail "no export line in the output of boreas cluster up"
   echo "\$ $line      # pasted, as the README says"
   eval "$line"
 }
