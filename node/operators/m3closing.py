@@ -90,12 +90,13 @@ class Closing:
         """Each view's rows (``only``: of those views) of the windows ``closed`` names, in window order: a row
         for each group that had rows there, whatever its values (:func:`in_window_order`)."""
         found = []
+        bounds = self.bounds(frontier, everything)
         for out, view, position, is_end in self.views:
             if only is not None and view.name not in only:
                 continue
             decl = runtime.program.view(view.name)
             if decl.general:  # computed when read: from the closed entries if they hold its rows, else read whole
-                pairs = runtime.closed_rows(view.name, closed, self.positions, self.bounds(frontier, everything))
+                pairs = runtime.closed_rows(view.name, closed, self.positions, bounds)
                 if pairs is None:
                     pairs = list(runtime.view(view.name).items())
                 pairs = [(key, value) for key, value in pairs
@@ -140,10 +141,13 @@ class ClosedEntries(Mapping[str, dict]):
         return name in self._bounds or name in self._read
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*self._bounds, *self._read]))
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(dict.fromkeys([*self._bounds, *self._read]))
+        return len(self._names())
+
+    def _names(self) -> dict[str, None]:
+        return dict.fromkeys([*self._bounds, *self._read])
 
 
 def in_window_order(pairs: Pairs, position: int) -> Pairs:

@@ -38,7 +38,6 @@ import pyarrow as pa
 
 from boreas.m3.compiler.sessionfn import Session
 from boreas.wire.columns import Columns
-
 from boreas.wire.pyvalues import python_values
 
 from .m3session_batch import Runs, runs
