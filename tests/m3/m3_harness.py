@@ -185,11 +185,8 @@ class Harness:
         """Apply ``batches``, comparing with DuckDB after each; ``moves``: after batch i, continue on a runtime
         of backend ``moves[i]`` restored from the state of the one before (a box moving between nodes)."""
         rt = new_runtime(self.program)
-        con = duckdb.connect()
         rels = rt.relations
-        for name, cols in rels.items():
-            # no id column of our own: NATURAL JOIN would join on it (a row is deleted by DuckDB's rowid)
-            con.execute(f'CREATE TABLE "{name}" (' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
+        con = duck_tables(rels)
         live: dict[str, list[tuple[int, tuple]]] = {name: [] for name in rels}
         next_id = 0
         moves_done: list = []  # one per batch applied
@@ -200,15 +197,12 @@ class Harness:
                     _, rel, row = op
                     next_id += 1
                     live[rel].append((next_id, row))
-                    con.execute(f'INSERT INTO "{rel}" VALUES ({", ".join("?" * len(row))})', list(row))
                     events.append((rel, 1, row))
                 elif live[op[1]]:
                     _, rel, i = op
                     _, row = live[rel].pop(i % len(live[rel]))
-                    match = " AND ".join(f'"{c}" IS NOT DISTINCT FROM ?' for c, _ in rels[rel])  # one of the equal rows
-                    con.execute(f'DELETE FROM "{rel}" WHERE rowid = (SELECT MIN(rowid) FROM "{rel}" WHERE {match})',
-                                list(row))
                     events.append((rel, -1, row))
+            load_tables(con, live, {rel for rel, _, _ in events})
             rt.apply_batch(events)
             self.compare(rt, con, live, check_maps)
             if moves and len(moves_done) in moves:
@@ -220,7 +214,6 @@ class Harness:
         if delete_all:
             rt.apply_batch([(rel, -1, row) for rel, rows in live.items() for _, row in rows])
             assert rt.entries() == 0, {n: d for n, d in rt.store.data.items() if d}
-        con.close()
         return rt
 
     def compare(self, rt: Runtime, con, live, check_maps: bool) -> None:
@@ -278,6 +271,34 @@ class Harness:
                         b, r = rt.store.split(m.name, pos, k)
                         rebuilt.setdefault(b, {})[r] = v
                     assert idx == rebuilt, f"index {pos} of map {m.name} is out of step"
+
+
+def load_tables(con, live: dict, changed: set) -> None:
+    """DuckDB's tables of the ``changed`` relations replaced by their live rows, one INSERT each (a statement per
+    inserted or deleted row was much of a DuckDB test's time); the tables' declared types cast the values."""
+    for name in sorted(changed):
+        con.execute(f'DELETE FROM "{name}"')
+        rows = [row for _, row in live[name]]
+        if rows:
+            con.execute(f'INSERT INTO "{name}" VALUES ' + ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows)),
+                        [v for row in rows for v in row])
+
+
+_CONNECTION: list = []  # (one per process: :func:`duck_tables`)
+
+
+def duck_tables(relations: dict):
+    """The process's DuckDB connection holding ``relations``' tables, empty.  One connection serves every example
+    (opening one took ~30 ms, more than a small example's own work); each run drops the tables of the one before."""
+    if not _CONNECTION:
+        _CONNECTION.append(duckdb.connect())
+    con = _CONNECTION[0]
+    for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+        con.execute(f'DROP TABLE "{name}"')
+    for name, cols in relations.items():
+        # no id column of our own: NATURAL JOIN would join on it
+        con.execute(f'CREATE TABLE "{name}" (' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
+    return con
 
 
 def _shown(view) -> list:

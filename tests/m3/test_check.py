@@ -129,6 +129,32 @@ def test_check_error_lists_every_problem_with_positions():
     assert "at line 8, col 3" in str(err) and "at line 9, col 3" in str(err)
 
 
+def test_a_passed_program_is_not_checked_again_and_a_failing_one_always_is(monkeypatch):
+    """A program that passed is remembered by identity while it lives (a runtime per restore, move and segment
+    skips the check); one that failed fails again, and an equal program built anew is checked."""
+    import gc
+
+    from boreas.m3 import check as checking
+
+    walks = []
+    real = checking.check_errors
+    monkeypatch.setattr(checking, "check_errors", lambda p: walks.append(None) or real(p))
+    good = parse_program(DECLS + "ON +R(A, B) DO { m[A] += k[B, C] * {C <> A} }")
+    assert check_program(good) is good and check_program(good) is good
+    assert len(walks) == 1
+    bad = parse_program(DECLS + "ON +R(A, B) DO { m[A] += m[A] }")
+    for _ in range(2):
+        with pytest.raises(CheckError, match="reads the map it updates"):
+            check_program(bad)
+    assert len(walks) == 3
+    again = parse_program(DECLS + "ON +R(A, B) DO { m[A] += k[B, C] * {C <> A} }")
+    assert check_program(again) is again and len(walks) == 4
+    remembered = len(checking._PASSED)
+    del good, again
+    gc.collect()
+    assert len(checking._PASSED) == remembered - 2  # (an entry leaves with its program)
+
+
 @pytest.mark.parametrize(
     "body, fragment",
     [
