@@ -47,6 +47,9 @@ from .m3rows import StatelessRows
 
 log = logging.getLogger(__name__)
 
+#: Field types whose values a view evaluated again need not reproduce bit for bit (:attr:`M3Operator._told`).
+FLOATS = (FieldType.SINGLE, FieldType.DOUBLE)
+
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
 
@@ -115,8 +118,11 @@ class M3Operator(Operator):
         self.marked = marked_views(decls)  # (views whose changes say GONE where a row left: with NULL values)
         self._memo = ViewMemo(lambda view: self.runtime.view(view), self.marked,
                               always=frozenset(d.name for d in decls if d.always and d.where is None))
-        # (the views whose changes tell their rows' values before the batch: no second memo of their rows)
-        self._told = frozenset(d.name for d in decls if tells_before(d))
+        # (the views whose changes tell their rows' values before the batch: no second memo of their rows; not
+        # where a value is a float: evaluated again after a restore, a float fold or a MAX over NaN may differ in
+        # its last bits or its NaN from what the box sent, and a retraction must name the row sent)
+        self._told = frozenset(d.name for d, schema in zip(decls, self.plan.outputs)
+                               if tells_before(d) and not any(f.type in FLOATS for f in schema.fields))
 
     def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
         """The box's plan (a partitioned SESSION member's adds its held rows' map: node/cumulus/sessions.py)."""

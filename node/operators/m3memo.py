@@ -6,8 +6,11 @@ value the row had before too, so the retraction names the row it
 retracts.  The native, plain-view path reads old values from the journals
 (:mod:`.m3changes`); every other view (a general view, the Python backend)
 asks this memo, which holds the view's rows as the box last emitted them -- but for a view whose changes
-tell the values before the batch themselves (a general view without NULLs or ``ALWAYS``:
-:func:`told_changelog`), whose rows the runtime's own row memo holds already (m3/runtime/rowmemo.py).
+tell the values before the batch themselves (a general view without NULLs, ``ALWAYS`` or a float column:
+:func:`told_changelog`): the runtime read them from its row memo, its map's journal or the maps before the
+batch, so the box keeps no second copy of the view's rows.  Those values are what the box emitted because it
+emits every batch's changes and a view of exact values evaluated again gives the same values (a float need
+not: ``M3Operator._told``).
 
 The rows are the views' contents, so the memo is filled from the runtime
 before the first batch after the box is built or restored

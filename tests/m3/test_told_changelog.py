@@ -22,17 +22,21 @@ from boreas.m3.boxtype import box_types
 from boreas.node.operators import build_operator
 from support.changelog import changes, follow
 
-QUERIES = [
-    "SELECT g, COUNT(DISTINCT b) AS d, MIN(b) AS lo, MAX(b) AS hi, COUNT(*) AS c, SUM(b) AS s FROM R GROUP BY g",
-    "SELECT g, COUNT(DISTINCT b) AS d, MAX(b) AS hi FROM R WHERE b > 0 GROUP BY g HAVING COUNT(*) > 1",
-    "SELECT g, b, COUNT(*) AS c FROM R GROUP BY g, b HAVING SUM(b) > 2",
+QUERIES = [  # (query, its output key columns)
+    ("SELECT g, COUNT(DISTINCT b) AS d, MIN(b) AS lo, MAX(b) AS hi, COUNT(*) AS c, SUM(b) AS s FROM R GROUP BY g", 1),
+    ("SELECT g, COUNT(DISTINCT b) AS d, MAX(b) AS hi FROM R WHERE b > 0 GROUP BY g HAVING COUNT(*) > 1", 1),
+    ("SELECT g, b, COUNT(*) AS c FROM R GROUP BY g, b HAVING SUM(b) > 2", 2),
+    # a view of rows over a self-join: its one map's journal tells the rows (m3/runtime/entryviews.py)
+    ("SELECT a.g, c.g AS h, a.b, c.b AS b2 FROM R a JOIN R c ON a.b = c.b", 4),
 ]
 
 
-def operator(backend: str, query: str):
+def operator(backend: str, query: str, x: bool = False):
+    """The box of ``query`` over ``R(g, b)`` (``x``: and a DOUBLE column ``x``)."""
     sql = query.replace("<", "&lt;").replace(">", "&gt;")
+    double = '<field name="x" type="double"/>' if x else ""
     xml = f"""<borealis>
-      <schema name="RT"><field name="g" type="int"/><field name="b" type="int"/><field name="sign" type="int"/></schema>
+      <schema name="RT"><field name="g" type="int"/><field name="b" type="int"/>{double}<field name="sign" type="int"/></schema>
       <input stream="R" schema="RT"/>
       <box name="q" type="m3"><in stream="R"/><out stream="V"/>
         <parameter name="sql" value="{sql}"/><parameter name="backend" value="{backend}"/>
@@ -54,16 +58,15 @@ def duck(rows: list[tuple], query: str) -> Counter:
     return Counter(con.execute(query).fetchall())
 
 
-@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("query, width", QUERIES)
 @pytest.mark.parametrize("backend", ["python", "native"])
-def test_a_general_views_changelog_follows_duckdb_without_a_second_memo(backend, query):
+def test_a_general_views_changelog_follows_duckdb_without_a_second_memo(backend, query, width):
     if backend == "native":
         from support.native import skip_without_native
 
         skip_without_native()
     op = operator(backend, query)
     assert op.backend == backend
-    width = 2 if "g, b," in query else 1
     reads = Counter()
 
     def counted(box):
@@ -94,7 +97,31 @@ def test_a_general_views_changelog_follows_duckdb_without_a_second_memo(backend,
             op.restore(state)
         for _, sent in op.process(0, [row + (sign,) for row in batch], 0.0):
             follow(held, sent, tuple, width)
-        got = Counter(k + (v if isinstance(v, tuple) else (v,)) for k, v in held.items())
+        got = Counter(held) if width == 4 else \
+            Counter(k + (v if isinstance(v, tuple) else (v,)) for k, v in held.items())  # (the view of rows: counts)
         assert got == duck(live, query), (i, batch, sign)
     assert not reads, "the box read a view whole to emit its changes"
 
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_float_value_is_retracted_as_it_was_sent_after_a_restore(backend):
+    """A float value evaluated again after a restore need not be the one sent (a MAX over a NaN depends on the
+    order it reads the rows in; a float fold's sum on the order of its slice): the retraction names the row the
+    subscriber holds, so such a view keeps its memo of the rows sent."""
+    if backend == "native":
+        from support.native import skip_without_native
+
+        skip_without_native()
+    query = "SELECT g, MAX(x) AS m, COUNT(*) AS c FROM R GROUP BY g"
+    op = operator(backend, query, x=True)
+    held: dict = {}
+    for step in ([(1, 0, 2.0, 1)], [(1, 0, float("nan"), 1)], "restore", [(1, 0, 2.0, -1)]):
+        if step == "restore":
+            state = op.state()
+            op = operator(backend, query, x=True)
+            op.restore(state)
+            continue
+        for _, sent in op.process(0, step, 0.0):
+            follow(held, sent, tuple, 1)  # (a -1 of a row the subscriber does not hold fails here)
+    assert list(held) == [(1,)] and held[(1,)][1] == 1
