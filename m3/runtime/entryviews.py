@@ -43,10 +43,12 @@ def entry_map(form: ViewForm) -> str | None:
     return ref.map
 
 
-def entry_changes(form: ViewForm, name: str, journal: list, store: MapStore) -> list[tuple[tuple, object]]:
+def entry_changes(form: ViewForm, name: str, journal: list, store: MapStore,
+                  olds: dict | None = None) -> list[tuple[tuple, object]]:
     """:func:`.viewchanges.general_changes` of a view :func:`entry_map` names map ``name`` for: every key the
     batch wrote (in the order it first wrote them) whose entry changed, with its value now (0: the row left; a
-    row holding a NULL is in no view)."""
+    row holding a NULL is in no view); ``olds``: where given, each of those rows that was in the view gets its
+    value before the batch there (by its output key)."""
     if not journal:
         return []
     before = dict(zip(journal[-2::-2], journal[-1::-2]))  # a key's first old value: its value before the batch
@@ -59,7 +61,9 @@ def entry_changes(form: ViewForm, name: str, journal: list, store: MapStore) -> 
             continue
         row = (k,) if wrap else k
         if None not in row:
-            out.append((key_of(row), now))
+            out.append((key := key_of(row), now))
+            if olds is not None and was != 0:
+                olds[key] = was
     return out
 
 

@@ -286,7 +286,8 @@ class Runtime(Reads):
         return current_reader(self.store, self._memos.totals.at(self._version))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
-        """The view rows the last batch changed: ``{view: [(key, value now)]}``; 0/all-zero (NULLs: GONE) = removed."""
+        """The view rows the last batch changed: ``{view: [(key, value now)]}``; 0/all-zero (NULLs: GONE) = removed;
+        after a batch, its ``before`` holds the values before it of the views ``viewchanges.tells_before`` names."""
         if self._changes is None:
             with self._lock:
                 if self._changes is None:

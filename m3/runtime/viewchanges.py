@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
-from ..nullable import GONE
+from ..nullable import GONE, ViewNulls
 from .entryviews import entry_changes, entry_map, row_key
 from .evaluate import Reader
 from .maps import MapStore
@@ -98,21 +98,43 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
         now.sums = sums if sums.exact(version) else None
     if rows_memo is not None:
         rows_memo.start(version)
-    changes: dict[str, list] = {}
+    changes = Changes()
     for v in views:
         form = forms.get(v.name)
         shown = nulls.get(v.name)
         always = v.always and v.where is None  # (its one row never leaves: no GONE)
         gone = GONE if shown is not None and shown.hidden and not always else None  # (hidden columns: GONE = left)
+        olds = {} if form is not None and shown is None and not v.always else None  # (:func:`tells_before`'s views)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
                                                              memo.previous if memo.plans else None, rows_memo,
-                                                             counted, gone)
+                                                             counted, gone, olds)
+        if olds is not None:
+            changes.before[v.name] = olds
         if rows:  # (a general view's rows that left are GONE already: the others are in it, all zero or not)
             # (an ALWAYS view without WHERE never loses its one row: its NULLs are shown also where all is 0)
             changes[v.name] = shown.rows(rows, present=form is not None or always) if shown else rows
     if rows_memo is not None:
         rows_memo.done(version)
     return changes
+
+
+class Changes(dict):
+    """``Runtime.changes()``: ``{view: [(key, value now)]}``, and in :attr:`before`, for each view
+    :func:`tells_before` names, ``{key: value before the batch}`` of its listed rows that were in it then: a
+    changelog's ``-old`` without a second memo of the view's rows (node/operators/m3box.py)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.before: dict[str, dict[tuple, object]] = {}
+
+
+def tells_before(view) -> bool:
+    """Whether ``changes()`` tells the values before the batch of a view's changed rows (:class:`Changes`): a
+    general view (its rows evaluated before and after, or read from its one map's journal) whose keys and
+    values hold no NULL (whose changes are told as they are, not through :class:`..nullable.ViewNulls`) and
+    whose row is not always there (``ALWAYS``)."""
+    return bool(view.general and not view.always
+                and not ViewNulls.of(view.keys, view.internal, [c.name for c in view.columns]))
 
 
 class StoreReader(Reader):
@@ -199,7 +221,7 @@ def current_reader(store: MapStore, totals=None, folds: SliceFolds | None = None
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
                     rereads: bool = False, old_totals=None, rows_memo: RowMemo | None = None,
-                    counts: SliceCounts | None = None, gone=None) -> list[tuple[tuple, object]]:
+                    counts: SliceCounts | None = None, gone=None, olds: dict | None = None) -> list[tuple[tuple, object]]:
     """The rows of a general view whose presence or value the batch changed, each with its value now.
 
     ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
@@ -208,11 +230,12 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     ``counts``: the maps kept as counts alone (:mod:`.slicecounts`), exact now.  ``gone``: the value told for a
     row that left (:data:`..nullable.GONE` in a view with NULL values, whose rows may read all zeros), else its
-    value now (zero).
+    value now (zero).  ``olds``: where given, each listed row that was in the view before the batch gets its value
+    then there, by its output key (what the row memo or the maps before the batch said: :class:`Changes`).
     """
     entry = None if rereads else entry_map(form)
     if entry is not None:
-        return entry_changes(form, entry, journals[entry], store)
+        return entry_changes(form, entry, journals[entry], store, olds)
     rows: dict[tuple, None] = {}
     for ref in form.refs:  # the rows the batch's keys name (one C-level pass per map's journal)
         keys = journals[ref.map][::2]
@@ -248,7 +271,9 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
             elif was_in or not known:
                 held.pop(row, None)
         if was_in != now_in or not (was == new or same(was, new)):
-            out.append((key_of(row), new if now_in or gone is None else gone))
+            out.append((key := key_of(row), new if now_in or gone is None else gone))
+            if was_in and olds is not None:
+                olds[key] = was
     return out
 
 

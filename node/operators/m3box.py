@@ -33,6 +33,7 @@ from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, FieldType, Schema
 from boreas.m3 import M3Error, Runtime
 from boreas.m3.boxtype import BoxPlan, plan_box
+from boreas.m3.runtime.viewchanges import tells_before
 
 from boreas.wire.columns import Columns
 
@@ -41,10 +42,13 @@ from boreas.wire.columns import weighted
 from . import m3changes, m3columns
 from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError
-from .m3memo import ViewMemo, marked_views, present
+from .m3memo import ViewMemo, marked_views, present, told_changelog
 from .m3rows import StatelessRows
 
 log = logging.getLogger(__name__)
+
+#: Field types whose values a view evaluated again need not reproduce bit for bit (:attr:`M3Operator._told`).
+FLOATS = (FieldType.SINGLE, FieldType.DOUBLE)
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
@@ -114,6 +118,11 @@ class M3Operator(Operator):
         self.marked = marked_views(decls)  # (views whose changes say GONE where a row left: with NULL values)
         self._memo = ViewMemo(lambda view: self.runtime.view(view), self.marked,
                               always=frozenset(d.name for d in decls if d.always and d.where is None))
+        # (the views whose changes tell their rows' values before the batch: no second memo of their rows; not
+        # where a value is a float: evaluated again after a restore, a float fold or a MAX over NaN may differ in
+        # its last bits or its NaN from what the box sent, and a retraction must name the row sent)
+        self._told = frozenset(d.name for d, schema in zip(decls, self.plan.outputs)
+                               if tells_before(d) and not any(f.type in FLOATS for f in schema.fields))
 
     def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
         """The box's plan (a partitioned SESSION member's adds its held rows' map: node/cumulus/sessions.py)."""
@@ -155,7 +164,7 @@ class M3Operator(Operator):
         native = self.runtime.native_maps()
         columns_out = native is not None and self.columns_out
         if not columns_out and self.emits_changes:
-            self._memo.load([view.name for view in self.plan.views])
+            self._memo.load([view.name for view in self.plan.views if view.name not in self._told])
         try:
             apply(groups)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
@@ -177,7 +186,8 @@ class M3Operator(Operator):
         for view, changed in changes.items():
             out = self._port_of_view.get(view)
             if out is not None and changed:
-                pairs, weights = self._memo.revise(view, changed)
+                pairs, weights = told_changelog(changed, changes.before[view]) if view in self._told \
+                    else self._memo.revise(view, changed)
                 if pairs:
                     emitted.append((out, self._changelog(out, self._emit[out](pairs), weights)))
         return emitted

@@ -5,7 +5,12 @@
 value the row had before too, so the retraction names the row it
 retracts.  The native, plain-view path reads old values from the journals
 (:mod:`.m3changes`); every other view (a general view, the Python backend)
-asks this memo, which holds the view's rows as the box last emitted them.
+asks this memo, which holds the view's rows as the box last emitted them -- but for a view whose changes
+tell the values before the batch themselves (a general view without NULLs, ``ALWAYS`` or a float column:
+:func:`told_changelog`): the runtime read them from its row memo, its map's journal or the maps before the
+batch, so the box keeps no second copy of the view's rows.  Those values are what the box emitted because it
+emits every batch's changes and a view of exact values evaluated again gives the same values (a float need
+not: ``M3Operator._told``).
 
 The rows are the views' contents, so the memo is filled from the runtime
 before the first batch after the box is built or restored
@@ -156,3 +161,32 @@ class ViewMemo:
                 if always:
                     self._emitted.add(view)
         return pairs, weights
+
+
+def told_changelog(changed: list[tuple[tuple, Any]], before: dict[tuple, Any]) -> tuple[list[tuple[tuple, Any]],
+                                                                                     list[int]]:
+    """:meth:`ViewMemo.revise`'s answer for a view whose changes tell each changed row's value before the batch
+    (``before``: ``Runtime.changes().before[view]``, :func:`boreas.m3.runtime.viewchanges.tells_before`), with
+    no memo of the view's rows: the rows before the batch are the view's rows the box last emitted (it emits
+    every batch's changes), so the retraction is that value where the row was there (a row of all zeros is
+    none, as the memo never holds one); the insertion, the value now where the row is there.
+
+    >>> told_changelog([((1,), 7), ((2,), 3), ((3,), 0)], {(1,): 5, (3,): 4})
+    ([((1,), 5), ((1,), 7), ((2,), 3), ((3,), 4)], [-1, 1, 1, -1])
+    """
+    pairs: list[tuple[tuple, Any]] = []
+    weights: list[int] = []
+    get = before.get
+    for key, value in changed:
+        old = get(key, _ABSENT)
+        held = old is not _ABSENT and present(old)
+        gone = left(value, False)
+        if held and not gone and old == value:
+            continue
+        if held:
+            pairs.append((key, old))
+            weights.append(-1)
+        if not gone:
+            pairs.append((key, value))
+            weights.append(1)
+    return pairs, weights
