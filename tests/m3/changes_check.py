@@ -12,10 +12,10 @@ from __future__ import annotations
 from boreas.m3 import Runtime, compile_sql
 from boreas.m3.nullable import GONE, hides
 from hypothesis import HealthCheck, given, settings
-from m3_harness import scaled, workloads
+from m3_harness import EXAMPLES, scaled, workloads
 
 
-def changes_rebuild_view(sql: str, backend: str, strategy=None, examples: int = 25) -> None:
+def changes_rebuild_view(sql: str, backend: str, strategy=None, examples: int = EXAMPLES) -> None:
     """Random batches (``strategy(relations)``, default the harness's workloads); after each, the replica built
     from ``changes()`` equals ``view()`` for every view."""
     program = compile_sql(sql)

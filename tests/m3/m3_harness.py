@@ -67,6 +67,12 @@ def fold_changes(into: dict, changes: list) -> None:
             into[key] = value
 
 
+#: Random workloads per shape and backend in ``make test``: 15 on each of the two backends, so 30 of up to five
+#: batches per shape (25 each made the DuckDB modules half of the suite's time; ``BOREAS_PROPERTY_SCALE=20``
+#: hunts deeper).
+EXAMPLES = 15
+
+
 def scaled(n: int, floor: int = 5) -> int:
     """``n`` examples times :data:`SCALE`, at least ``floor`` (or ``n`` when smaller): a quarter of the examples
     still draws inserts, deletes and several batches, so the inner loop reaches the same triggers."""
@@ -368,7 +374,7 @@ def shared_harness(sql: str, to_duckdb: Callable[[str], str] | None = None) -> H
     return found
 
 
-def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = None, examples: int = 25,
+def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = None, examples: int = EXAMPLES,
                          value=None, to_duckdb: Callable[[str], str] | None = None) -> None:
     """Random insert/delete batches into the relations the view reads; after each, the runtime equals DuckDB.
 

@@ -14,7 +14,7 @@ from boreas.m3.ast import RelAtom, walk
 from boreas.m3.nullable import shown_columns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from m3_harness import Harness, close, exact_rows, scaled, value_strategy, workloads
+from m3_harness import EXAMPLES, Harness, close, exact_rows, scaled, value_strategy, workloads
 
 
 def null_heavy(column, t):
@@ -75,7 +75,7 @@ class NullKeyHarness(Harness):
 _HARNESSES: dict[tuple[type, str], NullKeyHarness] = {}
 
 
-def check_rows_against_duckdb(sql: str, examples: int = 25, value=null_heavy,
+def check_rows_against_duckdb(sql: str, examples: int = EXAMPLES, value=null_heavy,
                               harness: type[NullKeyHarness] = NullKeyHarness) -> None:
     """Random NULL-heavy insert/delete batches into the relations the view reads; after each, the maps equal
     their definitions and the output rows DuckDB's (:class:`NullKeyHarness`); deleting every row empties every
