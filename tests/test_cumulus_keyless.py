@@ -14,7 +14,6 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-import duckdb
 import pytest
 from boreas.client.partitioned_merge import combine
 from boreas.m3 import compile_sql
@@ -24,6 +23,7 @@ from boreas.node.query import read, resolve
 
 sys.path.insert(0, str(Path(__file__).parent))
 from support.cumulus_sim import Sim  # noqa: E402
+from support.duck import answer  # noqa: E402
 
 QUERIES = ["SELECT COUNT(*) AS n FROM R", "SELECT COUNT(*) AS n, SUM(b) AS s FROM R"]
 #: (member publishing, sign, row): inserts on both members, then every row deleted, then one more
@@ -31,11 +31,7 @@ STEPS = [(0, 1, (1, 2)), (1, 1, (2, 3)), (0, -1, (1, 2)), (1, -1, (2, 3)), (1, 1
 
 
 def duck(rows: list[tuple], query: str) -> Counter:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE R(a BIGINT, b BIGINT)")
-    if rows:
-        con.executemany("INSERT INTO R VALUES (?, ?)", rows)
-    return Counter(con.execute(query).fetchall())
+    return answer(rows, query, "a BIGINT, b BIGINT")
 
 
 def sim_on(backend: str, query: str) -> Sim:

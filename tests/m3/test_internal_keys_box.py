@@ -15,13 +15,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-import duckdb
 import pytest
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.validate import stream_schemas
 from boreas.m3.boxtype import box_types
 from boreas.node.operators import build_operator
 from boreas.node.query import parse_keys, read, resolve
+from support.duck import answer
 
 BOX_TYPES = box_types()
 SQL = "SELECT SUM(c) AS s, COUNT(*) AS n FROM R WHERE a &lt; 3 GROUP BY b"
@@ -48,11 +48,7 @@ def operator(backend: str):
 
 
 def duck(rows: list[tuple]) -> Counter:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE R(a BIGINT, b BIGINT, c DOUBLE)")
-    if rows:
-        con.executemany("INSERT INTO R VALUES (?, ?, ?)", rows)
-    return Counter(tuple(r) for r in con.execute(QUERY).fetchall())
+    return answer(rows, QUERY, "a BIGINT, b BIGINT, c DOUBLE")
 
 
 @pytest.mark.parametrize("backend", ["python", "native"])

@@ -28,6 +28,7 @@ from boreas.node.operators.m3box import date_of, micros_of
 from boreas.node.query import read, resolve
 from boreas.wire.columns import Columns, from_rows
 from support.changelog import changes
+from support.duck import answer
 
 BOX_TYPES = box_types()
 QUERY = ("SELECT g, COUNT(b) AS nb, COUNT(*) AS n, SUM(b) AS sb, SUM(COALESCE(y, 0.5)) AS sy FROM R "
@@ -52,12 +53,7 @@ KEYED = "SELECT b, COUNT(*) AS n, SUM(g) AS s, COUNT(y) AS ny FROM R WHERE g > 0
 
 
 def duck(rows: list[tuple], query: str = QUERY) -> Counter:
-    """DuckDB's rows, NULL as None (a NULL key, a SUM over only NULLs)."""
-    con = duckdb.connect()
-    con.execute("CREATE TABLE R(g BIGINT, b BIGINT, y DOUBLE)")
-    if rows:
-        con.executemany("INSERT INTO R VALUES (?, ?, ?)", rows)
-    return Counter(con.execute(query).fetchall())
+    return answer(rows, query, "g BIGINT, b BIGINT, y DOUBLE")
 
 
 #: An arithmetic key over a nullable field (branch sqlI): every row whose b is NULL in one group, shown None.

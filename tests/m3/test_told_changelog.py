@@ -14,13 +14,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-import duckdb
 import pytest
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.validate import stream_schemas
 from boreas.m3.boxtype import box_types
 from boreas.node.operators import build_operator
 from support.changelog import changes, follow
+from support.duck import answer
 
 QUERIES = [  # (query, its output key columns)
     ("SELECT g, COUNT(DISTINCT b) AS d, MIN(b) AS lo, MAX(b) AS hi, COUNT(*) AS c, SUM(b) AS s FROM R GROUP BY g", 1),
@@ -51,11 +51,7 @@ def operator(backend: str, query: str, x: bool = False):
 
 
 def duck(rows: list[tuple], query: str) -> Counter:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE R(g BIGINT, b BIGINT)")
-    if rows:
-        con.executemany("INSERT INTO R VALUES (?, ?)", rows)
-    return Counter(con.execute(query).fetchall())
+    return answer(rows, query, "g BIGINT, b BIGINT")
 
 
 @pytest.mark.parametrize("query, width", QUERIES)
