@@ -197,7 +197,10 @@ class ViewDecl:
 
     ``always`` (written ``ALWAYS`` after the columns) marks a view without keys whose one row is present
     whatever its maps hold, as SQL's aggregate without GROUP BY has its row over no rows: a constant term
-    (``SELECT (SELECT COUNT(*) FROM R) + 1``) is then shown while the maps are empty.
+    (``SELECT (SELECT COUNT(*) FROM R) + 1``) is then shown while the maps are empty.  A view with keys is
+    ``ALWAYS`` at a fixed, finite set of output keys (``fixed``, written ``ALWAYS AT [0], [1]``): its rows at
+    those keys are there whatever its maps hold, as SQL's UNION ALL of aggregates without GROUP BY has one row
+    per branch (the key: the branch number) over no rows.
     """
 
     name: str
@@ -207,6 +210,7 @@ class ViewDecl:
     where: Expr | None = None
     internal: tuple[str, ...] = ()
     always: bool = False  # a view without keys whose one row is there while its maps are empty (``ALWAYS``)
+    fixed: tuple[tuple, ...] = ()  # an ALWAYS view's output keys whose rows are always there (``ALWAYS AT``)
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
     @property

@@ -197,7 +197,7 @@ def members_plan(plan: BoxPlan) -> BoxPlan:
     """
     if not any(v.always for v in plan.program.views):
         return plan
-    views = tuple(replace(v, always=False) for v in plan.program.views)
+    views = tuple(replace(v, always=False, fixed=()) for v in plan.program.views)
     return replace(plan, program=replace(plan.program, views=views))
 
 

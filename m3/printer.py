@@ -115,7 +115,8 @@ def format_view(v: ViewDecl) -> str:
     )
     keys = [f"{k} := {x}" for k, x in zip(v.keys, v.key_vars)] if v.key_vars else list(v.keys)
     keys = [f"{text} INTERNAL" if k in v.internal else text for k, text in zip(v.keys, keys)]
-    where = (" ALWAYS" if v.always else "") + ("" if v.where is None else f" WHERE {format_view_expr(v.where)}")
+    at = " AT " + ", ".join("[" + ", ".join(map(repr, k)) + "]" for k in v.fixed) if v.fixed else ""
+    where = (" ALWAYS" + at if v.always else "") + ("" if v.where is None else f" WHERE {format_view_expr(v.where)}")
     return f"DECLARE VIEW {v.name}[{', '.join(keys)}]({cols}){where};"
 
 

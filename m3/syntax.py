@@ -6,10 +6,11 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     item      := relation | map | view | trigger
     relation  := CREATE (STREAM|TABLE) NAME '(' NAME TYPE (',' NAME TYPE)* ')' ';'
     map       := DECLARE MAP NAME '[' [NAME ':' TYPE (',' ...)*] ']' ':' TYPE [':=' sum] ';'
-    view      := DECLARE VIEW NAME '[' [vkey (',' vkey)*] ']' '(' [vcol (',' vcol)*] ')' [ALWAYS] [WHERE vcond] ';'
+    view      := DECLARE VIEW NAME '[' [vkey (',' vkey)*] ']' '(' [vcol (',' vcol)*] ')' [always] [WHERE vcond] ';'
     vkey      := NAME [':=' NAME] [INTERNAL]      -- key column [:= its variable] (all or none); INTERNAL:
                                                   -- a key no output row holds (a group column not selected)
                                                   -- ALWAYS (no keys): its one row while its maps are empty
+    always    := ALWAYS [AT '[' INT, ... ']' (',' ...)*]  -- AT (keys): its rows at those keys, always there
     vcol      := NAME ':=' NAME ['/' NAME]        -- maps read positionally (views without variables)
                | NAME ':=' vexpr                  -- views that name their variables, or have no keys
     vexpr     := vterm (('+'|'-') vterm)*

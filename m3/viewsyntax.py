@@ -11,7 +11,8 @@ cond)`` sums the entries of ``m`` at the row whose ``K`` meets ``cond``
 
 A key column marked ``INTERNAL`` (``v[s, b INTERNAL]``) is a key of the
 view's rows that no output row holds (:attr:`.ast.ViewDecl.internal`).
-``ALWAYS`` after a keyless view's columns keeps its one row while its maps are empty (:attr:`.ast.ViewDecl.always`).
+``ALWAYS`` after a keyless view's columns keeps its one row while its maps are empty (:attr:`.ast.ViewDecl.always`);
+``ALWAYS AT [0], [1]`` after a keyed view's, its rows at those keys (:attr:`.ast.ViewDecl.fixed`).
 ``INTERNAL``, ``WHERE``, ``AND``, ``OR``, ``NOT`` and the fold names are words only where
 a view expects them, so a variable may be called ``MIN``.  A mixin of the
 program parser (:class:`.syntax._Parser`), which provides the token helpers.
@@ -29,6 +30,8 @@ BoolOp(op='NOT', args=(BoolOp(op='OR', args=(Cmp(op='<', left=Const(value=0), ri
 >>> from .printer import format_view
 >>> format_view(parse_program("DECLARE VIEW v[](n := m[] + 1) ALWAYS WHERE m[] < 3;").views[0])
 'DECLARE VIEW v[](n := m[] + 1) ALWAYS WHERE m[] < 3;'
+>>> parse_program("DECLARE VIEW v[b := B INTERNAL](n := m[B]) ALWAYS AT [0], [1];").views[0].fixed
+((0,), (1,))
 >>> t = parse_program("DECLARE VIEW v[g := G](s := TOTAL(K : o[G, K] WHERE 0 < n[K] TRACK t[G, K]));").views[0].columns[0].expr
 >>> t.vars, t.cond, t.track
 (('K',), Cmp(op='<', left=Const(value=0), right=MapRef(name='n', args=(Var(name='K'),))), (MapRef(name='t', args=(Var(name='G'), Var(name='K'))),))
@@ -93,10 +96,18 @@ class ViewParser:
 
         cols = self.comma_list(")", column)
         always = self.peek().kind == "name" and self.peek().text.upper() == "ALWAYS"  # (ast.ViewDecl.always)
+        fixed: tuple[tuple, ...] = ()
         if always:
-            if keys:
-                raise ParseError("ALWAYS marks a view without keys (its one row)", self.peek().pos)
             self.take()
+            if keys:  # (its rows at fixed keys: ``ALWAYS AT [0], [1]``)
+                at = self.peek()
+                if not (at.kind == "name" and at.text.upper() == "AT"):
+                    raise ParseError("ALWAYS of a view with keys names its rows: ALWAYS AT [k, ...], ...", at.pos)
+                if not named:
+                    raise ParseError("a view ALWAYS AT its rows needs its key variables (DECLARE VIEW v[k := K, ...])",
+                                     at.pos)
+                self.take()
+                fixed = self._fixed_rows(len(keys))
         where = None
         if self.peek().kind == "name" and self.peek().text.upper() == "WHERE":
             if keys and not named:
@@ -106,7 +117,29 @@ class ViewParser:
             where = self.vcond()
         self.expect(";")
         return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, internal, always,
-                        pos=start.pos)
+                        fixed, pos=start.pos)
+
+    def _fixed_rows(self, width: int) -> tuple[tuple, ...]:
+        """``[k, ...], ...``: an ALWAYS view's fixed output keys (integers)."""
+        rows = []
+        while True:
+            self.expect("[")
+            row = self.comma_list("]", self._int)
+            if len(row) != width:
+                raise ParseError(f"an ALWAYS row names {len(row)} keys, the view has {width}", self.peek().pos)
+            rows.append(row)
+            if not self.at(","):
+                return tuple(rows)
+            self.take()
+
+    def _int(self) -> int:
+        neg = self.at("-")
+        if neg:
+            self.take()
+        t = self.take()
+        if t.kind != "number" or not t.text.isdigit():
+            raise ParseError("an ALWAYS row's key is an integer", t.pos)
+        return -int(t.text) if neg else int(t.text)
 
     def _plain_column(self) -> bool:
         """Whether a view column is ``m`` or ``m / n`` (maps read positionally), by looking ahead."""

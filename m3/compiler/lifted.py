@@ -70,6 +70,7 @@ class Plan:
     notes: tuple[str, ...] = ()  # what was accepted without effect (ORDER BY)
     always: bool = False  # a view without keys with its one row while its parts read no rows (SQL's FROM-less)
     internal: tuple[str, ...] = ()  # keys no output row holds (a UNION ALL's branch key: :mod:`.setagg`)
+    fixed: tuple[tuple, ...] = ()  # with ``always``: the keys whose rows are always there (:mod:`.setagg`)
 
 
 def items_of(sel: exp.Select) -> list[exp.Expression]:

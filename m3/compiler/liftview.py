@@ -55,7 +55,7 @@ def lifted_view(name: str, plan: Plan, parts: list[Part]) -> ViewDecl:
     """The view of a plan whose part ``i`` compiled to ``parts[i]``."""
     flags = tuple(k for k in plan.keys if any(indicator(x) == k for x in plan.keys))  # a NULL key's (.threevalued)
     view = ViewDecl(name, plan.keys, tuple(ViewColumn(n, expr=e) for n, e in plan.columns), plan.key_vars, plan.where,
-                    internal=flags + plan.internal, always=plan.always)
+                    internal=flags + plan.internal, always=plan.always, fixed=plan.fixed)
     return fill(view, parts)
 
 

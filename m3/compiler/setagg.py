@@ -16,6 +16,9 @@ as set operations compare):
                     branch's rows), where a part has its row
 ``UNION``           as UNION ALL, a row of branch ``i`` kept unless an earlier branch has the same row at its
                     key (that branch read at the row: a part of its own with the branch key ``i``)
+keyless UNION ALL  keyed by the branch key alone, ``ALWAYS AT [0], ..., [n - 1]`` (a row per branch also over
+                    no rows, as SQL's: :attr:`boreas.m3.ast.ViewDecl.fixed`), ``LEAST(rows_i, 1)`` replaced by
+                    ``GREATEST(0, 1 - (BR - i) * (BR - i))``, 1 at branch ``i``'s row (its rows may be none)
 ``INTERSECT``       keyed by the keys: branch 0's values, where every branch has the same row
 ``EXCEPT``          keyed by the keys: branch 0's values, where branch 0 has its row and no later one the same
 ==================  =====================================================================================
@@ -29,8 +32,9 @@ places.  Cost: that of
 the parts (first-order for SUM/COUNT/AVG, domain-bound for MIN/MAX), a lookup per part at each row read; UNION
 of n branches compiles branch ``k`` once more for each later branch (``n (n - 1) / 2`` more parts).
 
-Refused by name: a UNION [ALL] of branches without GROUP BY (one row per branch over no rows: a view keyed by the
-branch has no row while its maps are empty), a branch whose GROUP BY columns are not exactly its selected
+Refused by name: a UNION, or a UNION ALL with a branch's HAVING, of branches without GROUP BY (a condition would
+keep their rows, and a row of zeros kept by it reads as a row that left in the changes an m3 box sends), a
+branch whose GROUP BY columns are not exactly its selected
 non-aggregate items, items that are keys in one branch and values in another, ORDER BY or LIMIT in a branch, a
 HAVING other than comparisons of aggregates and group columns under AND, OR, NOT, a chain of different kinds.
 
@@ -46,6 +50,9 @@ HAVING other than comparisons of aggregates and group columns under AND, OR, NOT
 '#0.0[A, BRANCH] * LEAST(#0.1[A, BRANCH], 1) + #1.0[A, BRANCH] * LEAST(#1.1[A, BRANCH], 1)'
 >>> format_view_expr(p.where)
 '0 < #0.1[A, BRANCH] OR 0 < #1.1[A, BRANCH]'
+>>> p = plan(sqlglot.parse_one("SELECT SUM(b) AS s FROM R UNION ALL SELECT COUNT(*) FROM S"), PlainErrors(), {})
+>>> p.keys, p.fixed, p.where, format_view_expr(p.columns[0][1])
+(('__branch',), ((0,), (1,)), None, '#0.0[BRANCH] * GREATEST(0, 1 - (BRANCH - 0) * (BRANCH - 0)) + #1.0[BRANCH] * GREATEST(0, 1 - (BRANCH - 1) * (BRANCH - 1))')
 >>> p = plan(sqlglot.parse_one("SELECT a, SUM(b) AS s FROM R GROUP BY a EXCEPT SELECT c, COUNT(*) FROM S GROUP BY c"),
 ...          PlainErrors(), {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"))),
 ...                          "S": RelationDecl("S", "STREAM", (Column("c", "INT"),))})
@@ -152,11 +159,12 @@ def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]
         raise ctx.error(f"unsupported {kind} of aggregated queries mixing branches with and without GROUP BY "
                         f"({sql_of(sel)})", sel)
     if kind.startswith("UNION"):
-        if keyless:
-            raise ctx.error(f"unsupported {kind} of aggregated queries without GROUP BY ({sql_of(sel)}): SQL has "
-                            "one row per branch also over no rows, which a view keyed by the branch cannot hold "
-                            "while its maps are empty (INTERSECT and EXCEPT of them compile)", sel)
-        return _union(kind, branches, key_names, value_names, ctx)
+        p = _union(kind, branches, key_names, value_names, ctx)
+        if keyless and p.where is not None:  # (UNION's equal rows dropped, a branch's HAVING)
+            raise ctx.error(f"unsupported {kind} of aggregated queries without GROUP BY whose rows a condition "
+                            f"keeps ({sql_of(sel)}): its row of zeros would not reach an m3 box's subscriber, which "
+                            "takes 0 for a row that left (UNION ALL of branches without HAVING compiles)", sel)
+        return p
     return _intersect_except(kind, branches, key_names, value_names, ctx)
 
 
@@ -204,32 +212,46 @@ def _union(kind: str, branches: list[Branch], key_names: list[str], value_names:
             for k in range(i):
                 seen[(k, i)] = len(parts)
                 parts.append(branches[k].part(i))
+    keyless = not key_names  # each branch's one row at its branch key, there also over no rows (SQL)
+    mark = [_at(row[-1], i) if keyless else Arith("LEAST", b.rows(i, row), Const(1)) for i, b in enumerate(branches)]
     total = []
     for j in range(len(value_names)):
-        terms = [Arith("*", b.value(i, row, j), Arith("LEAST", b.rows(i, row), Const(1)))
-                 for i, b in enumerate(branches)]
+        terms = [Arith("*", b.value(i, row, j), mark[i]) for i, b in enumerate(branches)]
         total.append(functools.reduce(lambda a, c: Arith("+", a, c), terms))  # 0 at another branch's rows
     mine = []
     for i, b in enumerate(branches):
         has = b.condition(i, row, ctx)
+        if keyless:  # (a condition of branch i's row alone)
+            has = _flat("AND", [Cmp("<", Const(0), mark[i]), has])
         if kind == "UNION":  # not a row an earlier branch has at the key (read there as if of branch i)
             has = _flat("AND", [has] + [BoolOp("NOT", (_flat("AND", [
                 branches[k].condition(seen[(k, i)], row, ctx), _same(branches, (k, seen[(k, i)]), (i, i), row, row)]),))
                 for k in range(i)])
         mine.append(has)
     for j, n in enumerate(value_names):  # where a value is NULL: 0 (:func:`boreas.m3.nullable.shown_columns`)
-        if _nullable(branches, j):
+        if _nullable(branches, j, keyless):
             value_names.append(indicator(n))
-            total.append(functools.reduce(lambda a, c: Arith("+", a, c), [Arith("*", Arith(
-                "LEAST", b.counted(i, row, j) or b.rows(i, row), Const(1)), Arith("LEAST", b.rows(i, row), Const(1)))
+            total.append(functools.reduce(lambda a, c: Arith("+", a, c), [
+                mark[i] if keyless and b.counted(i, row, j) is None else Arith("*", Arith(
+                    "LEAST", b.counted(i, row, j) or b.rows(i, row), Const(1)), mark[i])
                 for i, b in enumerate(branches)]))
     columns = tuple(zip(value_names, total))
-    return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, _flat("OR", mine), internal=(BRANCH,))
+    where = None if keyless and all(c == Cmp("<", Const(0), m) for c, m in zip(mine, mark)) else _flat("OR", mine)
+    return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, where, internal=(BRANCH,),
+                always=keyless, fixed=tuple((i,) for i in range(len(branches))) if keyless else ())
 
 
-def _nullable(branches: list[Branch], j: int) -> bool:
-    """Whether value ``j`` gets its NULL indicator column: some branch reads nullable columns for it."""
-    return any(j in b.nonnull for b in branches)
+def _at(branch: Expr, i: int) -> Expr:
+    """1 where the branch key is ``i``, else 0 (the key an integer): ``GREATEST(0, 1 - (BR - i) * (BR - i))``."""
+    d = Arith("-", branch, Const(i))
+    return Arith("GREATEST", Const(0), Arith("-", Const(1), Arith("*", d, d)))
+
+
+def _nullable(branches: list[Branch], j: int, keyless: bool = False) -> bool:
+    """Whether value ``j`` gets its NULL indicator column: some branch reads nullable columns for it, or (a
+    UNION's rows without GROUP BY, ``keyless``) is an aggregate other than COUNT, NULL over no rows."""
+    return any(j in b.nonnull or keyless and j < len(b.values) and b.counted(0, (), j) is not None
+               for b in branches)
 
 
 def _flat(op: str, conds: list[Expr]) -> Expr:

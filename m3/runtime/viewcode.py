@@ -306,6 +306,8 @@ def row_source(form: Any, bound: bool = False) -> tuple[str, dict[str, object]]:
                 tests.append(f"reader.has({ref.map!r}, {_display(key)})")
             else:
                 tests.append(s.read("m", ref.map, key))
+        if form.fixed:  # (an ALWAYS view's fixed rows: there whatever its maps hold)
+            tests.insert(0, "row in FORM.fixed")
         s.lines.append(f"    if not ({' or '.join(tests) or 'False'}):")
         s.lines.append("        return False, ZERO")
     body_at = len(s.lines)

@@ -147,6 +147,7 @@ class ViewForm:
     lifted: tuple[tuple[int, Expr], ...] = ()  # row variables bound by values (:mod:`..over`): (slot, expression)
     source: Over | None = None  # the aggregate whose entries bind them: the view's rows come from its entries
     always: bool = False  # a keyless view's one row present while its maps are empty (:attr:`.ast.ViewDecl.always`)
+    fixed: frozenset[tuple] = frozenset()  # an ALWAYS view's rows present whatever its maps hold (``ALWAYS AT``)
 
     @property
     def constant(self) -> bool:
@@ -246,7 +247,15 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
             types[x] = expr_type(e, program, {**over_types, **types})
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
                     tuple(refs), tuple(folds), tuple(outer), tuple((names.index(x), e) for x, (e, _) in found.items()),
-                    source, v.always)
+                    source, v.always, frozenset(_fixed_row(out, len(names), k) for k in v.fixed if v.always))
+
+
+def _fixed_row(out: tuple[int, ...], width: int, key: tuple) -> tuple:
+    """An ``ALWAYS AT`` output key as a row (every row variable an output key: :mod:`..compiler.setagg`)."""
+    row: list = [None] * width
+    for i, x in zip(out, key):
+        row[i] = x
+    return tuple(row)
 
 
 def _ref(ref: MapRef, names: tuple[str, ...]) -> Ref:
@@ -276,7 +285,7 @@ def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
     with lifted variables, whether an entry of the source aggregate's map gives the row."""
     if form.source is not None:
         return row in _lifted_rows(form, row, reader)
-    if form.constant:
+    if form.constant or row in form.fixed:
         return True
     for ref in form.outer or form.refs:
         if None in ref.slots:
@@ -314,7 +323,8 @@ def candidate_rows(form: ViewForm, entries: Entries, pattern: tuple = ()) -> lis
     if form.source is not None:
         return [r for r in _lifted_rows(form, row_pat, _reader_of(entries))
                 if all(p is None or p == x for p, x in zip(row_pat, r))]
-    rows: dict[tuple, None] = {}
+    rows: dict[tuple, None] = dict.fromkeys(r for r in sorted(form.fixed)
+                                            if all(p is None or p == x for p, x in zip(row_pat, r)))
     for ref in form.outer or form.refs:
         map_pat = tuple(None if s is None else row_pat[s] for s in ref.slots)
         for key, _ in items(entries(ref.map, map_pat)):

@@ -180,9 +180,8 @@ class M3Operator(Operator):
                         native, view, self.plan.views[port].keys, self.plan.outputs[port], self._strings)) is not None]
         emitted: Emitted = []
         changes = self.runtime.changes()
-        for view in self._memo.unsent():  # (an ALWAYS view's row not sent yet: sent now, changed or not)
-            if not changes.get(view):
-                changes[view] = list(self.runtime.view(view).items())
+        for view in self._memo.unsent():  # (an ALWAYS view's rows not sent yet: sent now, changed or not; every
+            changes[view] = list(self.runtime.view(view).items())  # row of one ALWAYS AT fixed keys, not the changed)
         for view, changed in changes.items():
             out = self._port_of_view.get(view)
             if out is not None and changed:

@@ -130,11 +130,11 @@ def selects(sql: str) -> list[str]:
 
 
 def exact_rows(view) -> bool:
-    """Whether a view's rows are exactly its query's groups (a condition or a fold), not only its non-zero ones."""
+    """Whether a view's rows are exactly its query's groups (a condition, a fold, ``ALWAYS AT``), not only non-zero."""
     from boreas.m3.ast import walk
     from boreas.m3.viewnodes import Fold
 
-    return view.where is not None or any(isinstance(n, Fold) for c in view.columns if c.expr is not None
+    return view.where is not None or bool(view.fixed) or any(isinstance(n, Fold) for c in view.columns if c.expr is not None
                                          for n in walk(c.expr))
 
 

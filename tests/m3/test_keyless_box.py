@@ -23,7 +23,10 @@ from support.changelog import changes
 
 BOX_TYPES = box_types()
 QUERIES = ["SELECT COUNT(*) + 1 AS n, SUM(b) AS s, COUNT(*) AS c FROM R WHERE g > 0",
-           "SELECT COUNT(*) AS c FROM R"]
+           "SELECT COUNT(*) AS c FROM R",
+           # a row per branch (the view keyed by the internal branch number, ALWAYS AT each): a batch of rows with
+           # g > 0 only changes branch 0's row, branch 1's (NULL) is sent with it all the same
+           "SELECT COUNT(*) AS c FROM R WHERE g > 0 UNION ALL SELECT SUM(b) FROM R WHERE g = 0"]
 
 
 def app(backend: str, query: str) -> str:
@@ -155,3 +158,31 @@ def test_an_old_snapshot_whose_maps_hold_entries_but_whose_row_was_never_sent(ba
         for row, weight in changes(sent):
             bag[tuple(row)] += weight
     assert +bag == Counter({(1,): 1}) and all(n >= 0 for n in bag.values()), bag
+
+
+@pytest.mark.parametrize("query", QUERIES[2:])
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_every_branch_row_is_sent_with_the_first_batch(backend, query):
+    """A UNION ALL of aggregates without GROUP BY has a row per branch before any row: the first batch changes
+    branch 0's row alone, and the subscriber gets branch 1's row of no rows (NULL) with it."""
+    if backend == "native":
+        from support.native import skip_without_native
+
+        skip_without_native()
+    plan = plan_submission(Catalog(), [read_document(app(backend, query), "app.xml")], BOX_TYPES)
+    assert plan.ok, plan.problems
+    cat = plan.catalog
+    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
+    dataflow.reconfigure(cat)
+    bag: Counter = Counter()
+    live: list[tuple] = []
+    for i, batch in enumerate([[(1, 5, 1)], [(0, 4, 1)], [(1, 5, -1), (0, 4, -1)]]):
+        asyncio.run(dataflow.router.enter("R", batch, "pub-R", i, ""))
+        live = live + [(g, b) for g, b, s in batch if s == 1]
+        live = [r for r in live if (*r, -1) not in batch]
+        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
+            for row, weight in changes(sent):
+                bag[tuple(row)] += weight
+        assert all(n >= 0 for n in bag.values()), (i, bag)
+        assert Counter({r: k for r, k in bag.items() if k}) == duck(live, query), i
