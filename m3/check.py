@@ -72,27 +72,18 @@ def classify(trigger: Trigger, stmt: Statement) -> tuple[list[str], list[str]]:
 
 
 def check_program(program: Program) -> Program:
-    """Raise :class:`CheckError` listing every problem; return the program when there is none.
-
-    A program is immutable, so one that passed is not checked again: a box builds a runtime of the same program
-    per restore, move and Cumulus segment, and the check was half of building one (:data:`_PASSED`)."""
-    if _PASSED.get(id(program), _gone)() is program:
+    """Raise :class:`CheckError` listing every problem; return the program when there is none.  One that passed
+    is not checked again while it lives (immutable; by identity): a runtime per restore, move and segment."""
+    if _PASSED.get(id(program)) is program:
         return program
     problems = check_errors(program)
     if problems:
         raise CheckError(problems)
-    key = id(program)
-    _PASSED[key] = weakref.ref(program, lambda _ref: _PASSED.pop(key, None))
+    _PASSED[id(program)] = program
     return program
 
 
-#: The programs that passed :func:`check_program`, by identity (a frozen program's hash walks the whole tree):
-#: each entry leaves with its program.
-_PASSED: dict[int, weakref.ref] = {}
-
-
-def _gone() -> None:
-    return None
+_PASSED: weakref.WeakValueDictionary[int, Program] = weakref.WeakValueDictionary()  # (its check was half a runtime)
 
 
 def check_errors(program: Program) -> Problems:

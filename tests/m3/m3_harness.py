@@ -35,7 +35,7 @@ from collections.abc import Callable
 import os
 import re
 
-import duckdb
+from support.duck import TYPES, duck_tables, load_tables
 from boreas.m3 import Runtime, compile_sql
 from boreas.m3.nullable import declared, expand_row, shown_columns
 from boreas.m3.runtime.initial import evaluate_definition
@@ -82,7 +82,7 @@ def scaled(n: int, floor: int = 5) -> int:
 #: The runtime backend Harness.run uses: "python" or "native" (set per test by conftest's ``m3_backend``).
 BACKEND = "python"
 
-DUCK_TYPES = {"INT": "BIGINT", "FLOAT": "DOUBLE", "STRING": "VARCHAR", "DATE": "DATE"}
+DUCK_TYPES = TYPES  # (M3's column types as DuckDB's: support/duck.py)
 DATES = [datetime.date(1993, 12, 31), datetime.date(1994, 1, 1), datetime.date(1994, 6, 1),
          datetime.date(1995, 3, 14), datetime.date(1995, 3, 15), datetime.date(1995, 3, 16), datetime.date(1996, 1, 1)]
 
@@ -277,34 +277,6 @@ class Harness:
                         b, r = rt.store.split(m.name, pos, k)
                         rebuilt.setdefault(b, {})[r] = v
                     assert idx == rebuilt, f"index {pos} of map {m.name} is out of step"
-
-
-def load_tables(con, live: dict, changed: set) -> None:
-    """DuckDB's tables of the ``changed`` relations replaced by their live rows, one INSERT each (a statement per
-    inserted or deleted row was much of a DuckDB test's time); the tables' declared types cast the values."""
-    for name in sorted(changed):
-        con.execute(f'DELETE FROM "{name}"')
-        rows = [row for _, row in live[name]]
-        if rows:
-            con.execute(f'INSERT INTO "{name}" VALUES ' + ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows)),
-                        [v for row in rows for v in row])
-
-
-_CONNECTION: list = []  # (one per process: :func:`duck_tables`)
-
-
-def duck_tables(relations: dict):
-    """The process's DuckDB connection holding ``relations``' tables, empty.  One connection serves every example
-    (opening one took ~30 ms, more than a small example's own work); each run drops the tables of the one before."""
-    if not _CONNECTION:
-        _CONNECTION.append(duckdb.connect())
-    con = _CONNECTION[0]
-    for (name,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-        con.execute(f'DROP TABLE "{name}"')
-    for name, cols in relations.items():
-        # no id column of our own: NATURAL JOIN would join on it
-        con.execute(f'CREATE TABLE "{name}" (' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
-    return con
 
 
 def _shown(view) -> list:

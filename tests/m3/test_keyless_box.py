@@ -12,7 +12,6 @@ import asyncio
 import random
 from collections import Counter
 
-import duckdb
 import pytest
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.model import Subscription
@@ -20,6 +19,7 @@ from boreas.m3.boxtype import box_types
 from boreas.node.dataflow import Dataflow
 from boreas.node.query import read, resolve
 from support.changelog import changes
+from support.duck import answer
 
 BOX_TYPES = box_types()
 QUERIES = ["SELECT COUNT(*) + 1 AS n, SUM(b) AS s, COUNT(*) AS c FROM R WHERE g > 0",
@@ -42,16 +42,11 @@ def app(backend: str, query: str) -> str:
 
 
 def duck(rows: list[tuple], query: str) -> Counter:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE R(g BIGINT, b BIGINT)")
-    if rows:
-        con.executemany("INSERT INTO R VALUES (?, ?)", rows)
-    return Counter(con.execute(query).fetchall())
+    return answer(rows, query, "g BIGINT, b BIGINT")
 
 
-@pytest.mark.parametrize("query", QUERIES)
-@pytest.mark.parametrize("backend", ["python", "native"])
-def test_the_one_row_reaches_a_subscriber_and_a_query_as_sql_says(backend, query):
+def subscribed(backend: str, query: str) -> Dataflow:
+    """A node's dataflow running the box of ``query`` on ``backend``, its out stream subscribed by ``c:9``."""
     if backend == "native":
         from support.native import skip_without_native
 
@@ -62,6 +57,13 @@ def test_the_one_row_reaches_a_subscriber_and_a_query_as_sql_says(backend, query
     cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
     dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
     dataflow.reconfigure(cat)
+    return dataflow
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_the_one_row_reaches_a_subscriber_and_a_query_as_sql_says(backend, query):
+    dataflow = subscribed(backend, query)
     rnd = random.Random(7)
     live: list[tuple] = []
     bag: Counter = Counter()
@@ -91,19 +93,11 @@ def test_a_restored_box_retracts_only_the_row_it_emitted(backend, first, snapsho
     """A box restored (a move, a restore, a reconfiguration) after a batch that did not change its view (the WHERE
     drops the row) has emitted no row: its next change is ``+new`` alone, not the retraction of the row of no
     rows; after one that did, the emitted row is retracted.  A snapshot from before sqlO has no mark of it."""
-    if backend == "native":
-        from support.native import skip_without_native
-
-        skip_without_native()
     if snapshot != "current" and first == [(0, 5, 1)]:
         pytest.skip("a box now sends its row with the first batch it applies; a snapshot without the mark was "
                     "made by a box that sent none while its maps were empty, which the WHERE kept empty here")
     query = QUERIES[0]
-    plan = plan_submission(Catalog(), [read_document(app(backend, query), "app.xml")], BOX_TYPES)
-    cat = plan.catalog
-    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
-    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
-    dataflow.reconfigure(cat)
+    dataflow = subscribed(backend, query)
     bag: Counter = Counter()
     live: list[tuple] = []
     for i, batch in enumerate([first, [(1, 4, 1)], [(1, 4, -1)]]):
@@ -165,16 +159,7 @@ def test_an_old_snapshot_whose_maps_hold_entries_but_whose_row_was_never_sent(ba
 def test_every_branch_row_is_sent_with_the_first_batch(backend, query):
     """A UNION ALL of aggregates without GROUP BY has a row per branch before any row: the first batch changes
     branch 0's row alone, and the subscriber gets branch 1's row of no rows (NULL) with it."""
-    if backend == "native":
-        from support.native import skip_without_native
-
-        skip_without_native()
-    plan = plan_submission(Catalog(), [read_document(app(backend, query), "app.xml")], BOX_TYPES)
-    assert plan.ok, plan.problems
-    cat = plan.catalog
-    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
-    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
-    dataflow.reconfigure(cat)
+    dataflow = subscribed(backend, query)
     bag: Counter = Counter()
     live: list[tuple] = []
     for i, batch in enumerate([[(1, 5, 1)], [(0, 4, 1)], [(1, 5, -1), (0, 4, -1)]]):
