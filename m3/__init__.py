@@ -13,7 +13,7 @@ Public API::
         .apply_columns(relation, sign, columns) / .apply_grouped_columns([...])  # columnar batches
         .apply_batch([(relation, +1|-1, row), ...]) -> version
         .apply_grouped([(relation, sign, rows), ...]) -> version
-        .changes() -> {view: [(key, value)]}  # value 0 = removed (with NULL values: nullable.GONE)
+        .changes() -> {view: [(key, value)]}  # value 0 = removed (NULL values, ALWAYS with WHERE: GONE)
         .view(name) -> {key: value}
         .relations / .views                   # in/out port schemas
         .read_slice/read_sum/read_min/read_max(map, *keys)   # None = wildcard

@@ -16,7 +16,7 @@ as set operations compare):
                     branch's rows), where a part has its row
 ``UNION``           as UNION ALL, a row of branch ``i`` kept unless an earlier branch has the same row at its
                     key (that branch read at the row: a part of its own with the branch key ``i``)
-keyless UNION ALL  keyed by the branch key alone, ``ALWAYS AT [0], ..., [n - 1]`` (a row per branch also over
+keyless UNION [ALL] keyed by the branch key alone, ``ALWAYS AT [0], ..., [n - 1]`` (a row per branch also over
                     no rows, as SQL's: :attr:`boreas.m3.ast.ViewDecl.fixed`), ``LEAST(rows_i, 1)`` replaced by
                     ``GREATEST(0, 1 - (BR - i) * (BR - i))``, 1 at branch ``i``'s row (its rows may be none)
 ``INTERSECT``       keyed by the keys: branch 0's values, where every branch has the same row
@@ -32,9 +32,7 @@ places.  Cost: that of
 the parts (first-order for SUM/COUNT/AVG, domain-bound for MIN/MAX), a lookup per part at each row read; UNION
 of n branches compiles branch ``k`` once more for each later branch (``n (n - 1) / 2`` more parts).
 
-Refused by name: a UNION, or a UNION ALL with a branch's HAVING, of branches without GROUP BY (a condition would
-keep their rows, and a row of zeros kept by it reads as a row that left in the changes an m3 box sends), a
-branch whose GROUP BY columns are not exactly its selected
+Refused by name: a branch whose GROUP BY columns are not exactly its selected
 non-aggregate items, items that are keys in one branch and values in another, ORDER BY or LIMIT in a branch, a
 HAVING other than comparisons of aggregates and group columns under AND, OR, NOT, a chain of different kinds.
 
@@ -159,12 +157,7 @@ def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]
         raise ctx.error(f"unsupported {kind} of aggregated queries mixing branches with and without GROUP BY "
                         f"({sql_of(sel)})", sel)
     if kind.startswith("UNION"):
-        p = _union(kind, branches, key_names, value_names, ctx)
-        if keyless and p.where is not None:  # (UNION's equal rows dropped, a branch's HAVING)
-            raise ctx.error(f"unsupported {kind} of aggregated queries without GROUP BY whose rows a condition "
-                            f"keeps ({sql_of(sel)}): its row of zeros would not reach an m3 box's subscriber, which "
-                            "takes 0 for a row that left (UNION ALL of branches without HAVING compiles)", sel)
-        return p
+        return _union(kind, branches, key_names, value_names, ctx)
     return _intersect_except(kind, branches, key_names, value_names, ctx)
 
 

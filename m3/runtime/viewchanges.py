@@ -103,7 +103,7 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
         form = forms.get(v.name)
         shown = nulls.get(v.name)
         always = v.always and v.where is None  # (its one row never leaves: no GONE)
-        gone = GONE if shown is not None and shown.hidden and not always else None  # (hidden columns: GONE = left)
+        gone = GONE if marked_zeros(v, shown) and not always else None  # (a row may read all zeros: GONE = left)
         olds = {} if form is not None and shown is None and not v.always else None  # (:func:`tells_before`'s views)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
                                                              memo.previous if memo.plans else None, rows_memo,
@@ -116,6 +116,13 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
     if rows_memo is not None:
         rows_memo.done(version)
     return changes
+
+
+def marked_zeros(view, shown: ViewNulls | None) -> bool:
+    """Whether a view's changes tell a row that left by GONE, not by 0: a row of it may read all zeros (hidden
+    columns, :class:`..nullable.ViewNulls`, or an ``ALWAYS`` view with a WHERE, whose rows are there while the
+    WHERE holds, a COUNT(*) of 0 over no rows included: a keyless INTERSECT, a keyless UNION)."""
+    return (shown is not None and shown.hidden) or (view.always and view.where is not None)
 
 
 class Changes(dict):

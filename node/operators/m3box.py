@@ -117,7 +117,7 @@ class M3Operator(Operator):
         # The views as last emitted, for the -old of a changelog where the journals are not read as columns
         self.marked = marked_views(decls)  # (views whose changes say GONE where a row left: with NULL values)
         self._memo = ViewMemo(lambda view: self.runtime.view(view), self.marked,
-                              always=frozenset(d.name for d in decls if d.always and d.where is None))
+                              always=frozenset(d.name for d in decls if d.always))
         # (the views whose changes tell their rows' values before the batch: no second memo of their rows; not
         # where a value is a float: evaluated again after a restore, a float fold or a MAX over NaN may differ in
         # its last bits or its NaN from what the box sent, and a retraction must name the row sent)

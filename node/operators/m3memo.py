@@ -62,8 +62,9 @@ def present_rows(rows: dict[tuple, Any], marked: bool) -> list[tuple[tuple, Any]
 
 def marked_views(views: Iterable) -> frozenset[str]:
     """The names of ``views`` (``m3.ast.ViewDecl``) whose ``changes()`` tell a row that left by GONE: those with
-    NULL values or a hidden row count, whose rows may show all zeros (:func:`boreas.m3.nullable.hides`)."""
-    return frozenset(v.name for v in views if hides([c.name for c in v.columns]))
+    NULL values or a hidden row count (:func:`boreas.m3.nullable.hides`) and ``ALWAYS`` views with a WHERE, whose
+    rows may show all zeros (:func:`boreas.m3.runtime.viewchanges.marked_zeros`)."""
+    return frozenset(v.name for v in views if hides([c.name for c in v.columns]) or (v.always and v.where is not None))
 
 
 _ABSENT = object()  # (a key the memo does not hold: its value may be None, a NULL)
@@ -73,8 +74,10 @@ class ViewMemo:
     """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``;
     ``marked``: the views whose changes tell a row that left by GONE (:func:`marked_views`).
 
-    ``always``: the views whose one row never leaves (``ALWAYS`` without WHERE: an aggregate without GROUP BY),
-    so a value of all zeros (``COUNT(*)`` 0 after the last delete) is their row, retracted and emitted as any:
+    ``always``: the ``ALWAYS`` views, whose rows are there before any batch (sent with the first: :meth:`unsent`);
+    one without WHERE (an aggregate without GROUP BY) never loses its row, so a value of all zeros (``COUNT(*)`` 0
+    after the last delete) is its row, retracted and emitted as any; one with a WHERE (a keyless INTERSECT or
+    UNION) is ``marked`` too, its row leaving by GONE alone:
 
     >>> memo = ViewMemo(lambda view: {(): 1}, always=frozenset({"N"}))
     >>> memo.restore(["N"])  # (a box restored after its row was emitted)
@@ -104,7 +107,7 @@ class ViewMemo:
 
     @property
     def always(self) -> frozenset[str]:
-        """The views whose one row never leaves."""
+        """The ``ALWAYS`` views (rows there before any batch)."""
         return self._always
 
     def forget(self) -> None:
@@ -146,7 +149,7 @@ class ViewMemo:
         weights: list[int] = []
         for key, value in changed:
             old = rows.get(key, _ABSENT)  # (a view of one column holds None for its row's NULL: not absent)
-            gone = not always and left(value, marked)
+            gone = (marked or not always) and left(value, marked)  # (an ALWAYS view with WHERE: marked, may leave)
             if old is not _ABSENT and not gone and old == value:
                 continue
             if old is not _ABSENT:

@@ -26,7 +26,11 @@ QUERIES = ["SELECT COUNT(*) + 1 AS n, SUM(b) AS s, COUNT(*) AS c FROM R WHERE g 
            "SELECT COUNT(*) AS c FROM R",
            # a row per branch (the view keyed by the internal branch number, ALWAYS AT each): a batch of rows with
            # g > 0 only changes branch 0's row, branch 1's (NULL) is sent with it all the same
-           "SELECT COUNT(*) AS c FROM R WHERE g > 0 UNION ALL SELECT SUM(b) FROM R WHERE g = 0"]
+           "SELECT COUNT(*) AS c FROM R WHERE g > 0 UNION ALL SELECT SUM(b) FROM R WHERE g = 0",
+           # ALWAYS views with a WHERE: a row there while it holds, (0) over no rows included
+           "SELECT COUNT(*) AS c FROM R WHERE g > 0 INTERSECT SELECT COUNT(*) FROM R WHERE g = 0",
+           "SELECT COUNT(*) AS c FROM R WHERE g > 0 UNION SELECT COUNT(*) FROM R WHERE g = 0",
+           "SELECT SUM(b) AS s FROM R WHERE g > 0 HAVING COUNT(*) > 0 UNION ALL SELECT COUNT(*) FROM R WHERE g = 0"]
 
 
 def app(backend: str, query: str) -> str:
