@@ -64,6 +64,25 @@ def subscribed(backend: str, query: str) -> Dataflow:
     return dataflow
 
 
+def follow(dataflow: Dataflow, query: str, batches: list[list[tuple]], after=None) -> None:
+    """Enter ``batches`` of signed ``(g, b, sign)`` rows in turn; after each, the subscriber's changelog, followed
+    as a bag, never holds a row a negative number of times and equals DuckDB's answer over the live rows.
+    ``after(op)`` runs on the box after each batch (a snapshot and restore, say)."""
+    bag: Counter = Counter()
+    live: list[tuple] = []
+    for i, batch in enumerate(batches):
+        asyncio.run(dataflow.router.enter("R", batch, "pub-R", i, ""))
+        live = live + [(g, b) for g, b, s in batch if s == 1]
+        live = [r for r in live if (*r, -1) not in batch]
+        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
+            for row, weight in changes(sent):
+                bag[tuple(row)] += weight
+        assert all(n >= 0 for n in bag.values()), (i, bag)
+        assert Counter({r: k for r, k in bag.items() if k}) == duck(live, query), i
+        if after is not None:
+            after(dataflow.operators["q"])
+
+
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("backend", ["python", "native"])
 def test_the_one_row_reaches_a_subscriber_and_a_query_as_sql_says(backend, query):
@@ -100,25 +119,14 @@ def test_a_restored_box_retracts_only_the_row_it_emitted(backend, first, snapsho
     if snapshot != "current" and first == [(0, 5, 1)]:
         pytest.skip("a box now sends its row with the first batch it applies; a snapshot without the mark was "
                     "made by a box that sent none while its maps were empty, which the WHERE kept empty here")
-    query = QUERIES[0]
-    dataflow = subscribed(backend, query)
-    bag: Counter = Counter()
-    live: list[tuple] = []
-    for i, batch in enumerate([first, [(1, 4, 1)], [(1, 4, -1)]]):
-        asyncio.run(dataflow.router.enter("R", batch, "pub-R", i, ""))
-        live = live + [(g, b) for g, b, s in batch if s == 1]
-        live = [r for r in live if (*r, -1) not in batch]
-        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
-            for row, weight in changes(sent):
-                bag[tuple(row)] += weight
-        assert all(n >= 0 for n in bag.values()), (i, bag)
-        # (the box's one row is sent with the first batch it applies, changed or not: the subscriber has SQL's)
-        assert Counter({r: k for r, k in bag.items() if k}) == duck(live, query), i
-        op = dataflow.operators["q"]
+    def restore(op) -> None:
         state = op.state()
         if snapshot != "current":
             state.pop("emitted", None)
         op.restore(state)
+
+    # (the box's one row is sent with the first batch it applies, changed or not: the subscriber has SQL's)
+    follow(subscribed(backend, QUERIES[0]), QUERIES[0], [first, [(1, 4, 1)], [(1, 4, -1)]], restore)
 
 
 @pytest.mark.parametrize("backend", ["python", "native"])
@@ -163,15 +171,4 @@ def test_an_old_snapshot_whose_maps_hold_entries_but_whose_row_was_never_sent(ba
 def test_every_branch_row_is_sent_with_the_first_batch(backend, query):
     """A UNION ALL of aggregates without GROUP BY has a row per branch before any row: the first batch changes
     branch 0's row alone, and the subscriber gets branch 1's row of no rows (NULL) with it."""
-    dataflow = subscribed(backend, query)
-    bag: Counter = Counter()
-    live: list[tuple] = []
-    for i, batch in enumerate([[(1, 5, 1)], [(0, 4, 1)], [(1, 5, -1), (0, 4, -1)]]):
-        asyncio.run(dataflow.router.enter("R", batch, "pub-R", i, ""))
-        live = live + [(g, b) for g, b, s in batch if s == 1]
-        live = [r for r in live if (*r, -1) not in batch]
-        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
-            for row, weight in changes(sent):
-                bag[tuple(row)] += weight
-        assert all(n >= 0 for n in bag.values()), (i, bag)
-        assert Counter({r: k for r, k in bag.items() if k}) == duck(live, query), i
+    follow(subscribed(backend, query), query, [[(1, 5, 1)], [(0, 4, 1)], [(1, 5, -1), (0, 4, -1)]])
