@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/support: helpers shared by test modules
 
+from support import fast_budget  # noqa: E402 (the path above first)
+
 #: The test server purges its own transaction logs and snapshots (keeping the newest 3, checked
 #: at start and hourly), as a production server must be told to; see docs/architecture.md.
 ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": "1"}
@@ -33,6 +35,7 @@ ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": 
 #: no Head, node or link servers and no test that waits on a timer or a failure detector.  Listed by name, so a
 #: new module joins the "processes" group until someone checks it and adds it here.
 IN_PROCESS = (
+    "test_fast_budget.py",                   # the test-fast list read back by a pytest --collect-only subprocess
     "test_yielding.py",                      # the Head's background work's checkpoints, counted in process
     "test_handover_cost.py",                 # a box moved between two in-process dataflows, its work counted
     "test_connect_cost.py",                  # a connect's check on an in-process dataflow, its inferences counted
@@ -186,9 +189,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     timeouts) and wait on them run one at a time (two clusters at once on 2 cores would race each other's
     failure detectors and timeouts); the in-process tests go one by one to whichever worker is free, the
     group's worker too once the group is done.  Without xdist the mark does nothing.
+
+    The tests :mod:`support.fast_budget` lists for their time are marked ``slow``: ``make test-fast`` leaves
+    them out, ``make test`` runs them.
     """
     root = Path(__file__).parent
+    too_slow = fast_budget.left_out()
     for item in items:
+        if too_slow and fast_budget.key_of_nodeid(item.nodeid) in too_slow:
+            item.add_marker(pytest.mark.slow)  # (test-fast's time budget: tests/support/fast_budget.py)
         if (not item.path.relative_to(root).as_posix().startswith(IN_PROCESS + CLI_ON_FILES)
                 or item.get_closest_marker("zookeeper") is not None
                 or any(name in PROCESS_FIXTURES for name in getattr(item, "fixturenames", ()))):
