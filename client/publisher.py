@@ -57,6 +57,7 @@ from boreas.wire.prepared import Prepared
 from boreas.wire.tuples import RowError
 
 from .entries import pick_entries
+from .held import Held
 from .head_api import UnknownStream, stream_route
 
 
@@ -124,6 +125,8 @@ class Publisher:
         # a node the stream's coordinator handed this producer to (an Ack's hint, docs/cumulus.md §6.5)
         self._moved: str | None = None
         self._move = asyncio.Event()
+        # batches the entry node refused as not entering there (any more): re-sent where the Head says it enters
+        self._held = Held()
 
     async def __aenter__(self) -> "Publisher":
         await self.start()
@@ -182,6 +185,10 @@ class Publisher:
                 moved, self._moved = self._moved, None
                 if moved is not None and len(self.links) == 1 and moved != self.links[0].endpoint:
                     await self._reroute([moved])
+                if not self._held:
+                    continue
+            if self._held:
+                await self._resend_held()
                 continue
             if not any(link.down_for > REROUTE_AFTER for link in self.links):
                 continue
@@ -193,6 +200,22 @@ class Publisher:
                 continue
             await self._reroute(pick_entries(route, self.producer, self.member))
 
+    async def _resend_held(self) -> None:
+        """Ask the Head where the stream enters now and re-send the held batches there (:mod:`.held`); refuse them
+        for good if it names no other node.  Left held if the Head does not answer (asked again soon)."""
+        try:
+            async with PeerClient(self.token) as peers:
+                route = await stream_route(peers, self.head, self.stream)
+        except Exception as exc:  # the Head may be down or failing over: keep them, ask again
+            log.debug("publisher %s: cannot ask the Head for %s's route: %s", self.producer, self.stream, exc)
+            return
+        entries = pick_entries(route, self.producer, self.member)
+        if entries and entries[0] != self.links[0].endpoint:
+            await self._reroute(entries[:1])
+        reason = self._held.reason
+        for batch in self._held.take():  # (still held: nowhere else to send them)
+            self._replied(batch, Refused(batch.stream, batch.producer, batch.seq, reason, retry=False))
+
     async def _reroute(self, entries: list[str]) -> None:
         current = [link.endpoint for link in self.links]
         new = [e for e in entries if e not in current]
@@ -200,6 +223,8 @@ class Publisher:
             if link.endpoint in entries or len(new) != 1:
                 continue
             replacement = await self._link(new.pop(), first=index == 0)
+            if index == 0 and self._held:  # (before what the old link still holds: they come first in order)
+                replacement.requeue(self._held.take())
             moved = link.redirect(self.stream, replacement)
             self.links[index] = replacement
             self.entries = [one.endpoint for one in self.links]
@@ -271,6 +296,10 @@ class Publisher:
                 self._first_row[seq] = (first, len(rows))
 
     def _replied(self, batch: Batch, reply: Frame) -> None:
+        if isinstance(reply, Refused) and reply.retry and len(self.links) == 1 and self._follow is not None:
+            self._held.hold(batch, reply.reason)  # (not taken there: the stream may enter elsewhere now)
+            self._move.set()
+            return
         first, count = self._first_row.pop(batch.seq, (0, 0))
         if isinstance(reply, Refused):  # every row of it is refused, numbered and counted as rows are
             self.refusals.append(reply.reason)
@@ -301,10 +330,14 @@ class Publisher:
         batch; ``LinkRefused``: a node refused the connection; ``TimeoutError`` after ``timeout``)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        while True:  # again if a link was replaced meanwhile (the entry node failed over)
+        while True:  # again if a link was replaced meanwhile (the entry node failed over) or batches were held
             links = list(self.links)
             for link in links:
                 await link.flush(None if deadline is None else max(0.0, deadline - loop.time()))
+            if self._held:
+                await asyncio.wait_for(self._held.empty.wait(), None if deadline is None else
+                                       max(0.0, deadline - loop.time()))
+                continue
             if links == self.links:
                 break
         if self.refusals:

@@ -101,6 +101,18 @@ class Intake:
             found = self.host.row_type(stream)
         return found
 
+    def screen(self, batch: Batch) -> Refused | None:
+        """The refusal of a publisher's or node's batch (not one forwarded to a moved box) of a stream that does not
+        enter here now, before the receiver puts it in its producer's order: a gap it left would hold the
+        producer's later batches, acknowledged as held, until the gap timed out and they too were refused, too late
+        for the sender to send them where the stream enters now (client/held.py)."""
+        return None if batch.box or self.row_type(batch.stream) is not None else self.not_entering(batch)
+
+    def not_entering(self, batch: Batch) -> Refused:
+        self.counters["refused_batches"] += 1
+        return Refused(batch.stream, batch.producer, batch.seq,
+                       f"stream {batch.stream!r} does not enter node {self.endpoint}")
+
     async def accept(self, batch: Batch) -> Ack | Refused | Deferred:
         """A batch for a stream that enters here: check its rows, queue the good ones.
 
@@ -120,9 +132,7 @@ class Intake:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq, f"box {batch.box!r} is not on {self.endpoint}")
         if row_type is None:
-            self.counters["refused_batches"] += 1
-            return Refused(batch.stream, batch.producer, batch.seq,
-                           f"stream {batch.stream!r} does not enter node {self.endpoint}")
+            return self.not_entering(batch)
         if from_publisher(batch.producer):  # (a box's batches may share a link with member messages: never held)
             await self._admit(batch.stream)
         # the payload where the frame holds it, no copy (a frame is some hundreds of kB): decoded from there, and

@@ -159,6 +159,18 @@ class NodeMetrics:
 
         return counted
 
+    def screening(self, screen: Callable[[Batch], Refused | None]) -> Callable[[Batch], Refused | None]:
+        """``screen`` (the receiver's check before a batch is ordered) counting what it refuses: a stream that does
+        not enter here, under ``(unknown)`` as :meth:`counting` counts it."""
+
+        def counted(batch: Batch) -> Refused | None:
+            refused = screen(batch)
+            if refused is not None:
+                self.stream_refused_batches.labels(UNKNOWN_STREAM).inc()
+            return refused
+
+        return counted
+
     def snapshot_taken(self, taken: dict[str, Any]) -> None:
         """A snapshot this node wrote (``Durability.snapshot``'s answer): its pause and duration."""
         self.snapshot_pause.observe(float(taken.get("pause_seconds", 0.0)))

@@ -106,7 +106,8 @@ class NodeService(NodeApi):
                                  batch_limits=batch_limits)
         self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
         self.receiver = DataReceiver(self.metrics.counting(self.dataflow.intake.accept), token,
-                                     digests=self.dataflow.state.digests)
+                                     digests=self.dataflow.state.digests,
+                                     screen=self.metrics.screening(self.dataflow.intake.screen))
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
                            if data_dir is not None else None)

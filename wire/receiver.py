@@ -77,8 +77,11 @@ Accept = Callable[[Batch], Awaitable[Ack | Refused | Deferred]]
 class DataReceiver:
     def __init__(self, accept: Accept, token: str | None, max_frame: int = 64 * 1024 * 1024,
                  on_goodbye: Callable[[str], None] | None = None, digests: DigestBook | None = None,
-                 heartbeat: float = 10.0):
+                 heartbeat: float = 10.0, screen: Callable[[Batch], Refused | None] | None = None):
         self.accept = accept
+        # The owner's refusal of a batch it cannot take at all now (its stream does not enter here), given before
+        # the batch takes its place in the producer's order: no gap holds the producer's later batches
+        self.screen = screen
         self.token = token
         self.max_frame = max_frame
         self.sequencer = Sequencer()
@@ -221,6 +224,9 @@ class DataReceiver:
             self.counters["conflicting_batches"] += 1
             log.warning("stream %s: refused batch %d from %s: %s", batch.stream, batch.seq, batch.producer, conflict)
             return Refused(batch.stream, batch.producer, batch.seq, conflict)
+        if self.screen is not None and (refused := self.screen(batch)) is not None:
+            self.counters["refused_batches"] += 1
+            return refused
         if batch.restart:
             for held in self.sequencer.restart(batch.stream, batch.producer, batch.seq):
                 await self._deliver(held)
