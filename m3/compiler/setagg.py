@@ -75,6 +75,7 @@ from .nodes import sql_of
 from .resolve import Positions
 from .setbranch import TRUE, Branch, aggregated, inexact, shown_items
 from .setgroups import hidden_slots
+from .setlifted import plan_union
 from .setparts import key_variables, output_names
 
 BRANCH = "__branch"  # the internal key: which branch a row is of
@@ -161,6 +162,8 @@ def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]
             any(b.hidden for b in branches):
         raise ctx.error(f"unsupported {kind} of aggregated queries mixing branches with and without GROUP BY "
                         f"({sql_of(sel)})", sel)
+    if kind == "UNION" and any(b.hidden for b in branches):  # its rows values: lifted keys (:mod:`.setlifted`)
+        return plan_union(branches, key_names, value_names, ctx)
     hidden = hidden_slots(branches, leaves, len(key_names), relations, ctx)  # (UNION ALL only: :mod:`.setgroups`)
     if kind.startswith("UNION"):
         return _union(kind, branches, key_names + hidden, value_names, ctx, tuple(hidden))

@@ -103,10 +103,10 @@ class Branch:
         aliases = {e.alias.lower() for e in shown if type(e) is exp.Alias}  # GROUP BY an alias: refused below
         hidden = [g for g in grouped if g not in flags and g.sql() not in shown_keys and
                   not (type(g) is exp.Column and not g.table and g.name.lower() in aliases)]
-        if hidden and kind != "UNION ALL" and not any(isinstance(x, exp.Star) for x in items):
+        if hidden and kind not in ("UNION ALL", "UNION") and not any(isinstance(x, exp.Star) for x in items):
             raise ctx.error(f"unsupported {kind} of aggregated queries grouped by columns they do not select "
-                            f"({sql_of(b)}): its rows would be aggregate values lifted into keys, one lift per "
-                            "branch, which is not built (UNION ALL of such branches is)", b)
+                            f"({sql_of(b)}): its rows would be aggregate values lifted into keys, which is built "
+                            "for UNION and UNION ALL only", b)
         if sorted(g.sql() for g in grouped if g not in flags and g not in hidden) != sorted(shown_keys) or \
                 len(shown_keys) != len(keys) or any(isinstance(x, exp.Star) for x in items):
             raise ctx.error(f"unsupported set-operation branch of aggregated queries {sql_of(b)}: each branch grouped "

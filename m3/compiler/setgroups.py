@@ -40,7 +40,7 @@ from .outerkeys import ConstKey
 from .resolve import Positions, unparen
 from .setbranch import Branch
 
-_INT_ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren)
+_INT_ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren, exp.Identifier)  # (a column's name a node)
 
 
 def hidden_slots(branches: list[Branch], leaves: list[exp.Expression], base: int,

@@ -1,8 +1,9 @@
 """Set operations of grouped aggregated queries whose rows are values (issue 33, docs/m3.md, the row "a set
 operation statement of aggregated queries"): DBToaster's ``simple/r_union`` shape (a key that is one column in
-one branch and another in the other) under UNION and UNION ALL, and UNION ALL of branches grouped by columns
-they do not select (``SELECT SUM(b) FROM R GROUP BY a UNION ALL ...``: a row per group of each branch, the
-group columns internal keys, a slot per branch, ``m3/compiler/setgroups.py``).  Against DuckDB under random
+one branch and another in the other) under UNION and UNION ALL, UNION ALL of branches grouped by columns they do
+not select (``SELECT SUM(b) FROM R GROUP BY a UNION ALL ...``: a row per group of each branch, the group columns
+internal keys, a slot per branch, ``m3/compiler/setgroups.py``) and UNION of them (each value once: the values
+lifted into keys, the lift bound per part, ``m3/compiler/setlifted.py``).  Against DuckDB under random
 inserts and deletes with small domains, both backends (the harness's backend per shape, and both below);
 deleting every row empties every map (``m3_harness``)."""
 
@@ -44,6 +45,14 @@ SHAPES: dict[str, str] = {
         UNION ALL SELECT SUM(c) FROM S GROUP BY b""",
     "nullable_hidden_groups": NULLABLE + """SELECT SUM(a) AS s, COUNT(b) AS n FROM R GROUP BY b
         UNION ALL SELECT SUM(b), COUNT(*) FROM S GROUP BY c""",
+    # UNION of such branches: each value (with its keys) once, whichever group or branch gives it (lifted keys)
+    "values_only_union": GENERIC + """SELECT SUM(b) AS d FROM R GROUP BY a
+        UNION SELECT SUM(a) FROM R GROUP BY b""",
+    "union_key_and_values_three_branches": GENERIC + """SELECT a AS k, SUM(b) AS d, COUNT(*) AS n FROM R
+        GROUP BY a, b UNION SELECT c, MAX(b), COUNT(*) FROM S GROUP BY c
+        UNION SELECT b, MIN(a), SUM(a) - 1 FROM R GROUP BY b HAVING COUNT(*) < 3""",
+    "union_over_a_join_with_having": GENERIC + """SELECT COUNT(*) AS n FROM R r, S s WHERE r.b = s.b
+        GROUP BY r.a, s.c HAVING SUM(s.c) > 1 UNION SELECT COUNT(*) FROM T GROUP BY n""",
 }
 
 
@@ -61,6 +70,7 @@ ROWS = [("R", (1, 2)), ("R", (2, 1)), ("R", (2, 2)), ("S", (2, 3)), ("S", (1, 3)
     ("swapped_keys_union_all", [(1, 2), (1, 2), (2, 3), (2, 3)]),  # twice
     ("values_only", [2, 2, 3, 3]),
     ("a_key_and_hidden_groups", [(1, 2), (2, 1), (2, 2), (3, 2)]),  # key 2 with two values
+    ("values_only_union", [(2, 1), (3, 1)]),  # 2 and 3 (keys; its count 1), each from two groups of each branch: once
 ])
 def test_equal_rows_and_every_row_deleted(shape, want, backend):
     """Known rows on both backends: two branches' equal rows (one under UNION, two under UNION ALL), one key
@@ -93,8 +103,8 @@ def test_compile_shows_the_cost_class_and_the_printed_program_reads_back(shape, 
 
 
 @pytest.mark.parametrize("query, says", [
-    ("SELECT SUM(b) AS d FROM R GROUP BY a UNION SELECT SUM(a) FROM R GROUP BY b",
-     "unsupported UNION of aggregated queries grouped by columns they do not select"),
+    ("SELECT SUM(b) AS d FROM R GROUP BY a EXCEPT SELECT SUM(a) FROM R GROUP BY b",
+     "unsupported EXCEPT of aggregated queries grouped by columns they do not select"),
     ("SELECT SUM(b) AS d FROM R GROUP BY a INTERSECT SELECT SUM(a) FROM R GROUP BY b",
      "unsupported INTERSECT of aggregated queries grouped by columns they do not select"),
     ("SELECT SUM(b) AS d FROM R GROUP BY a UNION ALL SELECT SUM(v) FROM T GROUP BY UPPER(n)",
@@ -106,3 +116,8 @@ def test_compile_shows_the_cost_class_and_the_printed_program_reads_back(shape, 
 def test_what_is_not_built_is_refused_by_name(query, says):
     with pytest.raises(Exception, match=says):
         compile_sql(GENERIC + query)
+
+
+def test_a_union_of_values_over_nullable_columns_is_refused_by_name():
+    with pytest.raises(Exception, match="over nullable columns .* a NULL value is no lifted key"):
+        compile_sql(NULLABLE + "SELECT SUM(b) AS d FROM R GROUP BY a UNION SELECT COUNT(*) FROM S GROUP BY c")
