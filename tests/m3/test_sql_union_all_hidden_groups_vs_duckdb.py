@@ -31,6 +31,8 @@ SHAPES: dict[str, str] = {
         UNION ALL SELECT b AS k, SUM(a) AS d FROM R GROUP BY b""",
     "swapped_keys_three_branches": GENERIC + """SELECT a AS k, COUNT(*) AS d FROM R GROUP BY a
         UNION SELECT b, COUNT(*) FROM R GROUP BY b UNION SELECT c, COUNT(*) FROM S GROUP BY c""",
+    "nullable_keys_union": NULLABLE + """SELECT b AS k, SUM(a) AS d FROM R GROUP BY b
+        UNION SELECT b, COUNT(c) FROM S GROUP BY b""",
     "computed_keys_union": GENERIC + """SELECT a + b AS k, SUM(b) AS d FROM R GROUP BY a + b
         UNION SELECT b * 2, COUNT(*) FROM S GROUP BY b * 2""",
     # only values selected: a row per group of each branch, equal values two rows
@@ -91,8 +93,11 @@ def _out(view, key, value):
 
 
 @pytest.mark.parametrize("shape, cost", [("values_only", "first-order"),
-                                         ("three_branches_string_join_extremes", "domain-bound")])
+                                         ("three_branches_string_join_extremes", "domain-bound"),
+                                         ("values_only_union", "domain-bound")])
 def test_compile_shows_the_cost_class_and_the_printed_program_reads_back(shape, cost):
+    """``boreas compile`` names the view's cost class (a UNION of values reads every part's entries), and the
+    printed program, its union of lifted maps included, reads back as the same program."""
     from boreas.m3.compiler.pipeline import compile_to_text
     from boreas.m3.printer import format_program
     from boreas.m3.syntax import parse_program
