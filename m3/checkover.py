@@ -9,7 +9,9 @@ checker's general rules.
   maps at them (as a ``TOTAL``'s condition does).
 * A lifted variable (:func:`.over.lifts`) is bound by the *source* aggregate:
   every lifted variable by the same one (equal aggregates count as one), whose
-  map holds every other row variable, so the view's rows are its entries.
+  map holds every other row variable, so the view's rows are its entries; or,
+  in a WHERE that is an OR, one such source per disjunct
+  (:func:`.over.lift_sources`: the rows are the union of theirs).
 
 >>> from .syntax import parse_program
 >>> from .check import check_errors
@@ -25,7 +27,7 @@ from collections.abc import Callable
 
 from .ast import Var, ViewDecl
 from .viewnodes import FOLDS
-from .over import Over, lifts
+from .over import Over, lift_sources, lifts
 
 
 def check_over(out: list, v: ViewDecl, e: Over, row: list[str], maps, types: dict[str, str],
@@ -58,8 +60,8 @@ def check_lifts(out: list, v: ViewDecl, bound: set[str]) -> dict:
     """The view's lifted variables (:func:`.over.lifts`), checked to come from one source whose map holds every
     other row variable."""
     found = lifts(v, bound)
-    sources = {o for _, o in found.values()}
-    if len(sources) > 1:
+    sources = [o for o, b in lift_sources(v, bound) if len(b) == len(found)]
+    if found and not sources:
         out.append((f"view {v.name}: its lifted variables ({', '.join(found)}) are bound by different "
                     "aggregates (one must bind them all)", v.pos))
     for o in sources:

@@ -89,6 +89,53 @@ def lifts(v: ViewDecl, bound: set[str]) -> dict[str, tuple[Expr, Over]]:
     return out
 
 
+def lift_sources(v: ViewDecl, bound: set[str]) -> list[tuple[Over, dict[str, Expr]]]:
+    """The aggregates whose entries give the view's rows, each with the expressions it binds every lifted
+    variable (:func:`lifts`) to.  One, :func:`lifts`' source, unless the view's WHERE is an OR each of whose
+    disjuncts holds an aggregate binding them all (a UNION of grouped queries' values, the lift bound per part as
+    DBToaster's union of lifted maps): then the rows are those every disjunct's source gives, since a row none
+    of them gives is in no disjunct.
+
+    >>> from .syntax import parse_program
+    >>> v = parse_program('''DECLARE VIEW v[d := D](n := 1) WHERE 0 < COUNT(1 FOR K : r[K] WHERE D = c[K])
+    ...     OR 0 < COUNT(1 FOR J : s[J] WHERE D = e[J]);''').views[0]
+    >>> [(o.ref.name, b["D"].name) for o, b in lift_sources(v, set())]
+    [('r', 'c'), ('s', 'e')]
+    """
+    found = lifts(v, bound)
+    if not found:
+        return []
+    first = next(iter(found.values()))[1]
+    if isinstance(v.where, BoolOp) and v.where.op == "OR":
+        out = []
+        for d in v.where.args:
+            binding = next(((o, b) for o in (n for n in walk(d) if isinstance(n, Over))
+                            if len(b := _binds(o, set(found), bound)) == len(found)), None)
+            if binding is None:
+                break
+            out.append(binding)
+        else:
+            return out
+    return [(first, _binds(first, set(found), bound))]
+
+
+def _binds(o: Over, lifted: set[str], bound: set[str]) -> dict[str, Expr]:
+    """What ``o``'s condition binds the lifted variables to (``X = e``, ``e`` reading its variables, bound ones
+    and ones it binds before)."""
+    out: dict[str, Expr] = {}
+    grew = True
+    while grew:
+        grew = False
+        for c in conjuncts(o.cond):
+            if isinstance(c, Cmp) and c.op == "=":
+                for x, e in ((c.left, c.right), (c.right, c.left)):
+                    if isinstance(x, Var) and x.name in lifted and x.name not in out \
+                            and names(e) <= set(o.vars) | bound | set(out):
+                        out[x.name] = e
+                        grew = True
+    return out
+
+
 def rereads(v: ViewDecl) -> bool:
     """Whether ``changes()`` re-reads every row of the view after a batch that changed its maps.
 

@@ -32,8 +32,11 @@ places.  Cost: that of
 the parts (first-order for SUM/COUNT/AVG, domain-bound for MIN/MAX), a lookup per part at each row read; UNION
 of n branches compiles branch ``k`` once more for each later branch (``n (n - 1) / 2`` more parts).
 
-Refused by name: a branch whose GROUP BY columns are not exactly its selected
-non-aggregate items, items that are keys in one branch and values in another, ORDER BY or LIMIT in a branch, a
+A UNION ALL branch may be grouped by columns it does not select (its rows values only, or a key beside): they
+are internal keys in slots of its own, the other branches' parts holding constants there (:mod:`.setgroups`).
+
+Refused by name: a branch whose GROUP BY columns are not its selected non-aggregate items (in a UNION ALL: not
+all of them), items that are keys in one branch and values in another, ORDER BY or LIMIT in a branch, a
 HAVING other than comparisons of aggregates and group columns under AND, OR, NOT, a chain of different kinds.
 
 >>> import sqlglot
@@ -71,6 +74,8 @@ from .lifted import Plan
 from .nodes import sql_of
 from .resolve import Positions
 from .setbranch import TRUE, Branch, aggregated, inexact, shown_items
+from .setgroups import hidden_slots
+from .setlifted import plan_union
 from .setparts import key_variables, output_names
 
 BRANCH = "__branch"  # the internal key: which branch a row is of
@@ -131,7 +136,7 @@ def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]
     first = leaves[0].copy()
     first.set("expressions", shown_items(first))  # (over nullable columns: its hidden counts are not outputs)
     names = output_names(first)
-    branches = [Branch.of(b, len(names), ctx) for b in leaves]
+    branches = [Branch.of(b, len(names), ctx, kind) for b in leaves]
     keyed = [not aggregated(e.this if type(e) is exp.Alias else e) for e in first.expressions]
     for b, leaf in zip(branches, leaves) if kind != "UNION ALL" else ():  # UNION ALL compares no values
         for v in b.values:
@@ -152,12 +157,16 @@ def plan(sel: exp.Expression, ctx: Positions, relations: dict[str, RelationDecl]
                             "none (docs/m3.md, \"NULLs\")", leaf)
     key_names += [indicator(key_names[n]) for n in flagged]  # internal: NULL keys (:func:`.liftview.lifted_view`)
     value_names = [n for n, k in zip(names, keyed) if not k]
-    keyless = not key_names
-    if keyless and not all(b.keyless for b in branches):
+    keyless = not key_names and not any(b.hidden for b in branches)
+    if keyless and not all(b.keyless for b in branches) or any(b.keyless for b in branches) and \
+            any(b.hidden for b in branches):
         raise ctx.error(f"unsupported {kind} of aggregated queries mixing branches with and without GROUP BY "
                         f"({sql_of(sel)})", sel)
+    if kind == "UNION" and any(b.hidden for b in branches):  # its rows values: lifted keys (:mod:`.setlifted`)
+        return plan_union(branches, key_names, value_names, ctx)
+    hidden = hidden_slots(branches, leaves, len(key_names), relations, ctx)  # (UNION ALL only: :mod:`.setgroups`)
     if kind.startswith("UNION"):
-        return _union(kind, branches, key_names, value_names, ctx)
+        return _union(kind, branches, key_names + hidden, value_names, ctx, tuple(hidden))
     return _intersect_except(kind, branches, key_names, value_names, ctx)
 
 
@@ -194,7 +203,8 @@ def _intersect_except(kind: str, branches: list[Branch], key_names: list[str], v
                 _flat("AND", conds), always=not key_names)
 
 
-def _union(kind: str, branches: list[Branch], key_names: list[str], value_names: list[str], ctx: Positions) -> Plan:
+def _union(kind: str, branches: list[Branch], key_names: list[str], value_names: list[str], ctx: Positions,
+           hidden: tuple[str, ...] = ()) -> Plan:
     key_vars = tuple(key_variables(key_names + [BRANCH.strip("_")]))
     row = tuple(Var(v) for v in key_vars)
     n = len(branches)
@@ -230,7 +240,7 @@ def _union(kind: str, branches: list[Branch], key_names: list[str], value_names:
                 for i, b in enumerate(branches)]))
     columns = tuple(zip(value_names, total))
     where = None if keyless and all(c == Cmp("<", Const(0), m) for c, m in zip(mine, mark)) else _flat("OR", mine)
-    return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, where, internal=(BRANCH,),
+    return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, where, internal=hidden + (BRANCH,),
                 always=keyless, fixed=tuple((i,) for i in range(len(branches))) if keyless else ())
 
 

@@ -68,10 +68,14 @@ class Branch:
     flags: list[exp.Expression] = field(default_factory=list)  # a nullable key's indicator (after the keys)
     flagged: tuple[int, ...] = ()  # the places among its keys of the nullable ones (each with its flag, in order)
     nonnull: dict[int, exp.Expression] = field(default_factory=dict)  # value j -> COUNT of its non-NULL rows
+    hidden: list[exp.Expression] = field(default_factory=list)  # GROUP BY items it does not select (UNION ALL)
+    pad: dict[int, ConstKey] = field(default_factory=dict)  # the other branches' hidden keys: constants here
 
     @staticmethod
-    def of(b: exp.Select, width: int, ctx: Positions) -> Branch:
-        """The branch ``b`` (``width`` columns, as the first branch), or refused by name.  Over nullable columns
+    def of(b: exp.Select, width: int, ctx: Positions, kind: str = "UNION") -> Branch:
+        """The branch ``b`` (``width`` columns, as the first branch) of a ``kind`` statement, or refused by name;
+        in a UNION ALL its GROUP BY items it does not select are :attr:`hidden` keys (:mod:`.setgroups`).  Over
+        nullable columns
         ``b`` is rewritten (:mod:`.threevalued`): its hidden items ``__nonnull_k`` say where item ``k`` is NULL,
         its GROUP BY holds a nullable key's indicator (:mod:`.nullshown`)."""
         for arg in ("order", "limit", "offset"):
@@ -79,7 +83,7 @@ class Branch:
                 raise ctx.error(f"unsupported {arg.upper()} in a set-operation branch of aggregated queries "
                                 f"{sql_of(b)}", b)
         shown = shown_items(b)
-        hidden = {counted_item(e): e.this for e in b.expressions if counted_item(e) is not None}
+        counts = {counted_item(e): e.this for e in b.expressions if counted_item(e) is not None}
         nullkeys = {int(e.alias[len(KEY_PREFIX):]): e.this for e in b.expressions if _key_indicator(e)}
         if len(shown) != width:
             raise ctx.error(f"set-operation branches select {width} and {len(shown)} columns", b)
@@ -95,8 +99,16 @@ class Branch:
             if f is not None:
                 flags.append(f)
                 flagged.append(n)
-        if sorted(g.sql() for g in grouped if g not in flags) != sorted(x.sql() for x in keys) or \
-                any(isinstance(x, exp.Star) for x in items):
+        shown_keys = {x.sql() for x in keys}
+        aliases = {e.alias.lower() for e in shown if type(e) is exp.Alias}  # GROUP BY an alias: refused below
+        hidden = [g for g in grouped if g not in flags and g.sql() not in shown_keys and
+                  not (type(g) is exp.Column and not g.table and g.name.lower() in aliases)]
+        if hidden and kind not in ("UNION ALL", "UNION") and not any(isinstance(x, exp.Star) for x in items):
+            raise ctx.error(f"unsupported {kind} of aggregated queries grouped by columns they do not select "
+                            f"({sql_of(b)}): its rows would be aggregate values lifted into keys, which is built "
+                            "for UNION and UNION ALL only", b)
+        if sorted(g.sql() for g in grouped if g not in flags and g not in hidden) != sorted(shown_keys) or \
+                len(shown_keys) != len(keys) or any(isinstance(x, exp.Star) for x in items):
             raise ctx.error(f"unsupported set-operation branch of aggregated queries {sql_of(b)}: each branch grouped "
                             "by exactly its selected columns, at the same places (a key may occur once per branch)", b)
         having = b.args.get("having")
@@ -105,23 +117,25 @@ class Branch:
         values = [x for x in items if aggregated(x)]
         at = [j for j, x in enumerate(items) if aggregated(x)]  # an item's place -> its value's
         return Branch(b, keys, values, having, reads, group is None, flags, tuple(flagged),
-                      {at.index(k): x for k, x in hidden.items() if k in at})
+                      {at.index(k): x for k, x in counts.items() if k in at}, hidden)
 
     def part(self, branch: int | None) -> exp.Select:
         """The part's SELECT (DISTINCT dropped: a branch grouped by its selected columns holds each row once), with
-        the constant branch key ``branch`` after its keys (:func:`.outerkeys.with_constants`), or none."""
+        its hidden keys after its keys, the other branches' hidden keys as constants (:attr:`pad`) and the constant
+        branch key ``branch`` after them all (:func:`.outerkeys.with_constants`), or none."""
         part = self.select.copy()
         counts = [self.nonnull[j] for j in sorted(self.nonnull)]
         columns = self.values + self.reads + counts + [exp.Count(this=exp.Star())]
         names = [f"c{j}" for j in range(len(self.values))] + [f"h{j}" for j in range(len(self.reads))] + \
             [f"n{j}" for j in range(len(counts))] + [f"c{len(self.values)}"]
-        keys = self.keys + self.flags
+        keys = self.keys + self.flags + self.hidden
         part.set("expressions", [x.copy() for x in keys] + [exp.alias_(v.copy(), n) for v, n in zip(columns, names)])
         part.set("group", exp.Group(expressions=[x.copy() for x in keys]) if keys else None)
         for arg in ("having", "distinct"):
             part.set(arg, None)
         if branch is not None:
-            part.meta["constants"] = {len(keys): ConstKey(branch, "INT", len(keys))}
+            at = len(keys) + len(self.pad)
+            part.meta["constants"] = {**self.pad, at: ConstKey(branch, "INT", at)}
         return part
 
 

@@ -62,6 +62,8 @@ def window_bound(form: ViewForm, windows: Mapping[str, int]) -> bool:
         return False
     if form.source is None:
         return True
+    if form.more:  # rows from several aggregates' entries (:func:`..over.lift_sources`): not window-bound here
+        return False
     source = form.source.ref  # the aggregate whose entries give the rows (lifted row variables)
     at = windows.get(source.name)
     return at is not None and isinstance(arg := source.args[at], Var) and arg.name in form.vars

@@ -319,7 +319,7 @@ class Runtime(Reads):
         form = self._forms.get(view)
         if form is None:
             return view_maps(self.program.view(view))
-        return {ref.map for ref in form.refs} | ({form.source.ref.name} if form.source is not None else set())
+        return {r.map for r in form.refs} | {o.ref.name for o, _ in ((form.source, ()), *form.more) if o is not None}
 
     def closed_rows(self, view: str, closed: Mapping[str, Mapping[tuple, object]], windows: Mapping[str, int],
                     bounds: dict[str, tuple[int, float]] | None = None) -> list[tuple[tuple, object]] | None:

@@ -61,7 +61,7 @@ from operator import itemgetter
 
 from ..ast import Expr, MapRef, Program, Var, ViewDecl, walk
 from ..viewnodes import Arith, Fold, Total
-from ..over import Over, lifts
+from ..over import Over, lift_sources, lifts
 from .evaluate import Entries, Reader, holds, items, value
 from .exprtypes import expr_type
 from .viewcode import compile_bound, compile_row
@@ -146,6 +146,7 @@ class ViewForm:
     outer: tuple[Ref, ...] = ()  # the refs whose entries make a row present (not those of a TOTAL's condition)
     lifted: tuple[tuple[int, Expr], ...] = ()  # row variables bound by values (:mod:`..over`): (slot, expression)
     source: Over | None = None  # the aggregate whose entries bind them: the view's rows come from its entries
+    more: tuple[tuple[Over, tuple[tuple[int, Expr], ...]], ...] = ()  # other sources (:func:`..over.lift_sources`)
     always: bool = False  # a keyless view's one row present while its maps are empty (:attr:`.ast.ViewDecl.always`)
     fixed: frozenset[tuple] = frozenset()  # an ALWAYS view's rows present whatever its maps hold (``ALWAYS AT``)
 
@@ -239,7 +240,10 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
                 folds[_ref(node.ref, names)] = None
     bound = {names[s] for ref in outer for s in ref.slots if s is not None}
     found = lifts(v, bound)
-    source = next(iter(found.values()))[1] if found else None
+    sources = lift_sources(v, bound)
+    source = sources[0][0] if sources else None
+    if source is not None:
+        found = {x: (e, source) for x, e in sources[0][1].items()}
     if source is not None:
         over_types = {a.name: k.type for a, k in zip(source.ref.args, program.map(source.ref.name).keys)
                       if isinstance(a, Var)}
@@ -247,7 +251,8 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
             types[x] = expr_type(e, program, {**over_types, **types})
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
                     tuple(refs), tuple(folds), tuple(outer), tuple((names.index(x), e) for x, (e, _) in found.items()),
-                    source, v.always, frozenset(_fixed_row(out, len(names), k) for k in v.fixed if v.always))
+                    source, tuple((o, tuple((names.index(x), e) for x, e in b.items())) for o, b in sources[1:]),
+                    v.always, frozenset(_fixed_row(out, len(names), k) for k in v.fixed if v.always))
 
 
 def _fixed_row(out: tuple[int, ...], width: int, key: tuple) -> tuple:
@@ -343,19 +348,19 @@ def _reader_of(entries: Entries) -> Reader:
 def _lifted_rows(form: ViewForm, row_pat: tuple, reader: Reader) -> dict[tuple, None]:
     """The rows the source aggregate's entries give at a row pattern: its map's row variables from each entry,
     the lifted ones computed there (``C = cnt[K]``: each value the inner groups' counts take)."""
-    o = form.source
-    slots = [(i, a.name) for i, a in enumerate(o.ref.args) if isinstance(a, Var)]
     env0 = {n: row_pat[form.vars.index(n)] for n in form.vars if row_pat[form.vars.index(n)] is not None}
-    pattern = tuple(env0.get(a.name) if isinstance(a, Var) else a.value for a in o.ref.args)
     rows: dict[tuple, None] = {}
-    for k, n in items(reader.entries(o.ref.name, pattern)):
-        if not n:
-            continue
-        env = {**env0, **{name: k[i] for i, name in slots}}
-        row = [env.get(x) for x in form.vars]
-        for slot, e in form.lifted:
-            row[slot] = env[form.vars[slot]] = value(e, env, reader)
-        rows[tuple(row)] = None
+    for o, lifted in ((form.source, form.lifted),) + form.more:  # (several: a union of lifted maps)
+        slots = [(i, a.name) for i, a in enumerate(o.ref.args) if isinstance(a, Var)]
+        pattern = tuple(env0.get(a.name) if isinstance(a, Var) else a.value for a in o.ref.args)
+        for k, n in items(reader.entries(o.ref.name, pattern)):
+            if not n:
+                continue
+            env = {**env0, **{name: k[i] for i, name in slots}}
+            row = [env.get(x) for x in form.vars]
+            for slot, e in lifted:
+                row[slot] = env[form.vars[slot]] = value(e, env, reader)
+            rows[tuple(row)] = None
     return rows
 
 
