@@ -235,7 +235,7 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
             if not all(p.lstrip("-").replace(".", "").isdigit() for p in parts):
                 gen.emit(depth, "if s:")
                 depth += 1
-        factors = [scalar] if scalar else []
+        factors = ["s"] if scalar or late else []  # (late: ``s`` is computed once the loops bind it, below)
         bound_vars = set(trigger.vars)
         full = [r for r in refs if all(not (isinstance(a, Var) and a.name not in bound_vars) for a in r.args)]
         sliced = [r for r in refs if r not in full]
@@ -291,7 +291,6 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
             factors.append(w)
         if late:  # a factor of a loop variable (VEC_LENGTH(X + -1 * X_2, ...)): computed once the loops bind it
             gen.emit(depth, total)
-            factors.insert(0, "s")
         if len(factors) > 1:
             gen.emit(depth, f"d = {' * '.join(factors)}")
             delta = "d"
