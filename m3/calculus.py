@@ -54,15 +54,17 @@ class Lit:
 @dataclass(frozen=True)
 class Fn:
     """A scalar function of a variable (and integer constants): ``YEAR(D)``, ``SUBSTRING(P, 1, 2)``
-    (:mod:`.functions`).  It stands in a *lift* ``{K = YEAR(D)}`` (:func:`lifted`); once the event binds
+    (:mod:`.functions`), or of several values (``VEC_LENGTH(X + -1 * X_2, Y, 0)``: :data:`.library.VECTOR`).  It stands in a *lift* ``{K = YEAR(D)}`` (:func:`lifted`); once the event binds
     ``D``, the compiler puts the call where ``K`` was (a value computed from the event's row)."""
 
     name: str
-    args: tuple[V | Lit, ...]
+    args: tuple  # V | Lit, or (a vector function's) any Value
     type: str  # the value's M3 type
 
     def vars(self) -> tuple[V, ...]:
-        return tuple(x for x in self.args if isinstance(x, V))
+        """Its variables: a one-variable call's, or those of a vector function's arguments (:data:`..library.VECTOR`:
+        polynomials over the joined variables)."""
+        return tuple(dict.fromkeys(v for x in self.args for v in value_vars(x)))
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.args))})"

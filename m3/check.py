@@ -60,7 +60,8 @@ from .viewnodes import EXTREMES, FOLDS, Arith, BoolOp, Fold, Total
 from .checkover import check_lifts, check_over
 from .over import Over
 from .errors import CheckError, Pos
-from .functions import check_call
+from .checkcall import check_call_node as _check_call
+from .checkcall import is_vector as _vector
 
 Problems = list[tuple[str, Pos | None]]
 
@@ -300,17 +301,6 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
                 out.append((f"key {k} of map {m.name} does not appear in every term of its definition", term.pos or m.pos))
 
 
-def _check_call(out: Problems, c: Call, types: dict[str, str], where: str) -> None:
-    """``YEAR(D)``, ``SUBSTRING(P, 1, 2)``: a known function of a variable of its type and integer constants."""
-    first = c.args[0] if c.args else None
-    args = [types.get(first.name) if isinstance(first, Var) else "a constant"] + \
-        [a.value if isinstance(a, Const) else None for a in c.args[1:]]
-    problem = check_call(c.fn, args) if isinstance(first, Var) or not c.args else \
-        f"{c.fn} of something else than a variable"
-    if problem is not None:
-        out.append((f"{where}: {problem}", c.pos))
-
-
 def _check_like(out: Problems, c: Cmp, types: dict[str, str], where: str) -> None:
     """``X LIKE 'p'`` matches a STRING (a variable of a STRING column, or a string) against a string constant."""
     if c.op not in LIKE_OPS:
@@ -354,7 +344,7 @@ def _check_trigger(out: Problems, t: Trigger, rels, maps) -> None:
                 _check_like(out, node, types, f"trigger on {t.relation}")
             if isinstance(node, Call):
                 _check_call(out, node, types, f"trigger on {t.relation}")
-                if not set(variables(node)) <= set(t.vars):
+                if not set(variables(node)) <= set(t.vars) and not _vector(node):  # (of loop variables: per entry)
                     out.append((f"trigger on {t.relation}: {node.fn}(...) is computed from the event's row: its "
                                 "variable must be an event variable", node.pos or s.pos))
 
@@ -362,7 +352,8 @@ def _check_trigger(out: Problems, t: Trigger, rels, maps) -> None:
 def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
     _check_arity(out, s.target, maps, "map")
     rhs_maps: list[MapRef] = []
-    sides = {id(n) for c in walk(s.expr) if isinstance(c, Cmp) for n in walk(c)}  # arithmetic may stand there
+    sides = {id(n) for c in walk(s.expr) if isinstance(c, Cmp) or _vector(c) for n in walk(c)}  # arithmetic may
+    # stand there, and as a vector function's argument
     for node in walk(s.expr):
         if isinstance(node, Sum) and id(node) not in sides:
             out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
@@ -380,7 +371,7 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
                     out.append((f"argument of {node.name} must be a variable, constant or function call", node.pos))
     _, loop = classify(t, s)
     lhs = set(variables(s.target))
-    guarded = {v for node in walk(s.expr) if isinstance(node, Cmp) for v in variables(node)}
+    guarded = {v for node in walk(s.expr) if isinstance(node, Cmp) or _vector(node) for v in variables(node)}
     for v in loop:
         where = [r for r in rhs_maps if any(isinstance(a, Var) and a.name == v for a in r.args)]
         if not where:

@@ -76,6 +76,8 @@ interned ids; a substring is a string the intern table must hold).
 'MOD by 0 (it takes a nonzero integer constant)'
 >>> check_call("SUBSTRING", ["STRING", 1, 2]), check_call("YEAR", ["DATE"])
 (None, None)
+>>> check_call("VEC_LENGTH", ["FLOAT", None, "INT"]), check_call("VEC_DOT", ["FLOAT"] * 3)
+(None, 'VEC_DOT takes 6 numbers, not 3')
 >>> check_call("SUBSTRING", ["STRING", 0, 2])
 'SUBSTRING starts at a position >= 1, not 0'
 >>> t = 1_700_000_000_123.0  # 2023-11-14 22:13:20.123 UTC
@@ -104,7 +106,7 @@ from collections.abc import Callable
 
 from .casefn import case_value, check_spec
 from .library import CONSTANT_TYPES as _LIBRARY_CONSTANTS
-from .library import LIBRARY
+from .library import LIBRARY, VECTOR
 
 
 def _mod(x: int, m: int) -> int:
@@ -229,6 +231,7 @@ PYTHON: dict[str, Callable[..., str]] = {
     "UPPER": lambda x: f"{x}.upper()",
     "CHAR_LENGTH": lambda x: f"len({x})",
     **{name: _call(name) for name in (*_CONSTANT_TYPES, "HOUR", *LIBRARY)},
+    **{name: (lambda *a, name=name: f"_fn_{name}({', '.join(map(str, a))})") for name in VECTOR},  # (code of values)
 }
 
 
@@ -257,6 +260,11 @@ def check_call(name: str, args: list) -> str | None:
     if name not in FUNCTIONS:
         return f"unknown function {name} (one of {', '.join(FUNCTIONS)})"
     want, _, counts, _ = FUNCTIONS[name]
+    if name in VECTOR:  # numbers computed from the joined variables, not constants (:mod:`.library`)
+        if len(args) != VECTOR[name][0]:
+            return f"{name} takes {VECTOR[name][0]} numbers, not {len(args)}"
+        bad = next((a for a in args if a not in (None, "INT", "FLOAT")), None)
+        return None if bad is None else f"{name} of a {bad} (it takes numbers)"
     kinds = _CONSTANT_TYPES.get(name, (int,) * max(counts))
     if not args or len(args) - 1 not in counts:
         return f"{name} takes a variable and {' or '.join(map(str, counts))} constant(s)"

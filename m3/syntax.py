@@ -70,6 +70,7 @@ from .ast import (
 )
 from .errors import ParseError, Pos
 from .functions import FUNCTIONS
+from .library import VECTOR
 from .viewsyntax import ViewParser
 
 KEYWORDS = {"ON", "DO", "IF", "THEN", "ELSE", "CREATE", "STREAM", "TABLE", "DECLARE", "MAP", "VIEW", "DATE"}
@@ -343,7 +344,8 @@ class _Parser(ViewParser):
         if t.kind == "name" and t.text in FUNCTIONS and self.peek(1).text == "(":
             self.take()
             self.take()
-            return Call(t.text, self.comma_list(")", self.val), pos=t.pos)
+            args = self.comma_list(")", self.key if t.text in VECTOR else self.val)  # (numbers: arithmetic too)
+            return Call(t.text, args, pos=t.pos)
         if t.kind == "name":
             self.take()
             return Var(t.text, pos=t.pos)

@@ -173,6 +173,11 @@ def _scaled(t, k: int):
     return t if k == 1 else ("*", t, k)
 
 
+def value_tree(res: Resolver, e: exp.Expression):
+    """Arithmetic over numeric columns as a tree (divisions kept as ``("/", a, d)``: a comparison clears them)."""
+    return _tree(res, e)
+
+
 def _tree(res: Resolver, e: exp.Expression):
     while type(e) is exp.Paren:
         e = e.this

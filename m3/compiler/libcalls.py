@@ -25,7 +25,7 @@ are not the library's to change: its functions keep their own types (a
 >>> declared(sqlglot.parse_one(bad), Ctx(bad, 0, bad))
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported CREATE FUNCTION f AS EXTERNAL 'my_udf': Boreas calls no external function; the built-in library has ATOI, ATOF, CAST_INT, CAST_FLOAT, CAST_DATE, CAST_STRING, COS, SIN, TAN, ACOS, ASIN, ATAN, SQRT, EXP, LN, RADIANS, DEGREES, POW, POWER (at line 1, col 17)
+boreas.m3.errors.CompileError: unsupported CREATE FUNCTION f AS EXTERNAL 'my_udf': Boreas calls no external function; the built-in library has ATOI, ATOF, CAST_INT, CAST_FLOAT, CAST_DATE, CAST_STRING, COS, SIN, TAN, ACOS, ASIN, ATAN, SQRT, EXP, LN, RADIANS, DEGREES, POW, POWER, VEC_LENGTH, VEC_DOT, VECTOR_ANGLE, DIHEDRAL_ANGLE (at line 1, col 17)
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ _NODES: dict[type, str] = {exp.Cos: "COS", exp.Sin: "SIN", exp.Tan: "TAN", exp.A
                            exp.Atan: "ATAN", exp.Sqrt: "SQRT", exp.Exp: "EXP", exp.Ln: "LN",
                            exp.Radians: "RADIANS", exp.Degrees: "DEGREES", exp.Pow: "POW"}
 _LISTED = ("ATOI", "ATOF", "CAST_INT", "CAST_FLOAT", "CAST_DATE", "CAST_STRING", "COS", "SIN", "TAN", "ACOS", "ASIN",
-           "ATAN", "SQRT", "EXP", "LN", "RADIANS", "DEGREES", "POW", "POWER")
+           "ATAN", "SQRT", "EXP", "LN", "RADIANS", "DEGREES", "POW", "POWER", "VEC_LENGTH", "VEC_DOT", "VECTOR_ANGLE",
+           "DIHEDRAL_ANGLE")
 
 
 class Positions(Protocol):

@@ -81,9 +81,10 @@ def bind_lift(d: DeltaTerm, event: set[V]) -> DeltaTerm:
 def _bindable(c: Cond, event: set[V]) -> bool:
     """Whether the trigger computes the lift's value: a call of event variables, or arithmetic that reads the
     event (``{K = A + C}``, ``A`` the event's, ``C`` a loop variable: the statement computes ``A + C`` per
-    entry of the map that binds ``C``, :mod:`.materialize`)."""
+    entry of the map that binds ``C``, :mod:`.materialize`), or a vector function of both (``VEC_LENGTH(A + -1 * C,
+    ...)``, :mod:`.libargs`), computed so."""
     vs = set(c.right.vars()) if not isinstance(c.right, Lit) else set()
-    return vs <= event or (isinstance(c.right, PolyVal) and bool(vs & event))
+    return vs <= event or (isinstance(c.right, (PolyVal, Fn)) and bool(vs & event))
 
 
 def _fold(x: Value) -> Value:

@@ -182,9 +182,16 @@ def _poly_vars(p: Poly) -> list[V]:
     return [x for v in poly_vars(p) for x in (v.vars() if isinstance(v, Fn) else (v,))]
 
 
+def _mixed_call(p: Poly, event: set[V]) -> bool:
+    """Whether a factor holds a call of event and loop variables (a vector function's lift the event bound,
+    :mod:`.lifts`): the statement computes it per entry of the maps keyed by its loop variables."""
+    return any(isinstance(v, Fn) and set(v.vars()) & event and set(v.vars()) - event for v in poly_vars(p))
+
+
 def _key_vars(k: Value) -> tuple[V, ...]:
-    """The variables of a target key: itself, or those of arithmetic a bound lift left there (``A + C``)."""
-    return k.vars() if isinstance(k, PolyVal) else (k,) if isinstance(k, V) else ()
+    """The variables of a target key: itself, or those of arithmetic or a call a bound lift left there (``A + C``,
+    ``VEC_LENGTH(A + -1 * C, ...)``)."""
+    return k.vars() if isinstance(k, (PolyVal, Fn)) else (k,) if isinstance(k, V) else ()
 
 
 def split_term(d: DeltaTerm, event: set[V]) -> _Split:
@@ -220,7 +227,8 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
         if not free:
             guards.append(item)
             continue
-        if isinstance(item, Cond) and len(free) < len(vs):  # compares the event with a loop variable: a loop guard
+        if len(free) < len(vs) and (isinstance(item, Cond) or _mixed_call(item, event)):  # compares the event with
+            # a loop variable (a loop guard), or a call of both (VEC_LENGTH(X + -1 * X_2, ...)) computed per entry
             guards.append(item)
             exposed.update(free)
             continue

@@ -68,6 +68,7 @@ from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
 from .nulls import is_case, is_ref, nonnull
 from .predicates import FALSE, TRUE, conj, negate
+from .libargs import LibCall
 from .resolve import Computed
 from .setops import combine
 from .union import merged
@@ -188,7 +189,11 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     found: list[Computed | ArithKey | ConstKey] = []
 
     def collect(x):
-        if isinstance(x, (Computed, ArithKey, ConstKey)):
+        if isinstance(x, LibCall):  # VEC_LENGTH(a - b, ...): its arguments' calls first (:mod:`.libargs`)
+            collect(x.args)
+            if x not in found:
+                found.append(x)
+        elif isinstance(x, (Computed, ArithKey, ConstKey)):
             if isinstance(x, ArithKey):
                 collect(x.tree)  # YEAR(d) * 100: the call's variable first
             if x not in found:
@@ -206,6 +211,12 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     out = []
     for c in found:
         if isinstance(c, (ArithKey, ConstKey)):
+            continue
+        if isinstance(c, LibCall):  # {K = VEC_LENGTH(X + -1 * X_2, ...)}: a value of the joined variables
+            name = variable_names([c.fn], taken)[0]
+            taken.add(name)
+            k = var[c] = V(name, result_type(c.fn))
+            out.append(Cond("=", k, Fn(c.fn, tuple(poly_value(_poly(a, var)) for a in c.args), k.type)))
             continue
         x = var.get(c.ref)
         if x is None:  # (a column of an enclosing query: a computed correlation, MOD(r.a, 3) in a subquery)
@@ -236,7 +247,7 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
 
 
 def _cond(op: str, left, right, var) -> Cond:
-    lv, rv = (poly_value(_poly(x[1], var)) if is_arith(x) else var[x] if is_ref(x) or isinstance(x, Computed)
+    lv, rv = (poly_value(_poly(x[1], var)) if is_arith(x) else var[x] if is_ref(x) or isinstance(x, (Computed, LibCall))
               else Lit(x) for x in (left, right))
     if op in (">", ">="):
         return Cond("<" if op == ">" else "<=", rv, lv)
@@ -290,7 +301,7 @@ def _merge(terms):
 
 
 def _poly(e, var) -> Poly:
-    if is_ref(e) or isinstance(e, Computed):  # (a computed value is the variable its lift defines)
+    if is_ref(e) or isinstance(e, (Computed, LibCall)):  # (a computed value is the variable its lift defines)
         return poly_var(var[e])
     if isinstance(e, (int, float)):
         return poly_const(e)

@@ -51,6 +51,7 @@ from .arithcmp import is_arithmetic
 from .casecmp import expand, expandable
 from .casewhen import case_call
 from .constants import NotConstant, fold, is_constant
+from .libargs import LibCall, is_library_call, library_call
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, in_list, like, negate
 from .rangecmp import range_join
@@ -71,7 +72,7 @@ class Computed:
         return f"{self.fn}({', '.join([self.ref[1], *(repr(a) if isinstance(a, str) else str(a) for a in self.args)])})"
 
 
-Operand = ColRef | Computed
+Operand = ColRef | Computed | LibCall
 _PARTS = {"YEAR": "YEAR", "YEARS": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH", "MONTHS": "MONTH",
           "DAY": "DAY", "DAYS": "DAY", "DOW": "DOW", "DAYOFWEEK": "DOW", "WEEKDAY": "DOW", "ISODOW": "ISODOW",
           "DOY": "DOY", "DAYOFYEAR": "DOY", "WEEK": "WEEK", "WEEKS": "WEEK", "WEEKOFYEAR": "WEEK"}
@@ -139,6 +140,8 @@ class Resolver:
         return [(a, c.name) for a, r in tables for c in self.relations[r].columns]
 
     def col_type(self, ref: Operand) -> str:
+        if isinstance(ref, LibCall):
+            return result_type(ref.fn)
         if isinstance(ref, Computed):
             return result_type(ref.fn)
         rel = dict(self.tables)[ref[0]]
@@ -149,7 +152,7 @@ class Resolver:
         hits = self._hits(col)
         return len(hits) == 1 and self.col_type(hits[0]) == "INT"
 
-    def computed(self, e: exp.Expression) -> Computed | None:
+    def computed(self, e: exp.Expression) -> Computed | LibCall | None:
         """A scalar function of a column (``EXTRACT(YEAR FROM d)``, ``YEAR(d)``, ``SUBSTRING(p, 1, 2)``), or
         None when ``e`` is not one of those functions; refused when it is one of them of something else."""
         e = unparen(e)
@@ -176,6 +179,8 @@ class Resolver:
         elif kind is exp.Anonymous and e.name.upper() in _BY_NAME and e.expressions:
             fn, arg = e.name.upper(), e.expressions[0]
             args = self._constants(e, e.expressions[1:])
+        elif is_library_call(e):  # VEC_LENGTH(p.x - q.x, ...): of several numbers (:mod:`.libargs`)
+            return None if is_constant(e) else library_call(self, e)
         elif kind is exp.Anonymous and e.name.upper() in SQL_NAMES and e.expressions:  # CAST_INT(f), COS(a)
             fn, arg = SQL_NAMES[e.name.upper()], e.expressions[0]  # (:mod:`..library`, spelled by :mod:`.libcalls`)
             args = self._constants(e, e.expressions[1:])

@@ -31,7 +31,8 @@ DECLARE VIEW Q1[b := B, x := A, b_1 := B](count := 1) WHERE 0 < Q1_rows[A, B];
 
 from __future__ import annotations
 
-from ..ast import Cmp, Const, Expr, MapRef, Program, Var, ViewColumn, ViewDecl, variables, walk
+from ..ast import Call, Cmp, Const, Expr, MapRef, Program, Var, ViewColumn, ViewDecl, variables, walk
+from ..library import VECTOR
 from ..viewnodes import Arith, BoolOp, Fold, Total
 from ..correlated import correlations
 from ..over import Over, rereads
@@ -154,7 +155,13 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
         reasons.append(f"an aggregate of a grouped derived table's values over {what}: reading a changed row "
                        f"aggregates the derived table's groups{keyed} (cost grows with their number, not with the "
                        "rows); the maps themselves are first-order")
-    guarded = _loop_guarded(v, program) if program is not None else []
+    looped = _loop_guarded(v, program) if program is not None else []
+    guarded = [text for text, call in looped if not call]
+    calls = [text for text, call in looped if call]
+    if calls:
+        reasons.append(f"a library function of several relations' columns ({', '.join(calls)}) is computed per entry "
+                       "of the map over the other side, keyed by the columns it reads (cost grows with that map's "
+                       "entries at the join key, not with the whole database)")
     if guarded:
         reasons.append(f"a comparison between columns ({', '.join(guarded)}) loops over a map's entries at each "
                        "event and tests each (cost grows with that map, not with the whole database)")
@@ -186,8 +193,9 @@ def _full_scans(v: ViewDecl, program: Program) -> list[tuple[str, str]]:
     return found
 
 
-def _loop_guarded(v: ViewDecl, program: Program) -> list[str]:
-    """The loop guards (conditions over loop variables) of the statements that maintain the view's maps."""
+def _loop_guarded(v: ViewDecl, program: Program) -> list[tuple[str, bool]]:
+    """The loop guards (conditions over loop variables) of the statements that maintain the view's maps, and the
+    vector functions (:data:`..library.VECTOR`) they compute of loop variables: ``(text, whether a call)``."""
     needed, todo, found = set(v.maps), list(v.maps), []
     while todo:
         name = todo.pop()
@@ -196,8 +204,9 @@ def _loop_guarded(v: ViewDecl, program: Program) -> list[str]:
                 if s.target.name != name:
                     continue
                 for node in walk(s.expr):
-                    if isinstance(node, Cmp) and not set(variables(node)) <= set(t.vars):
-                        text = f"{format_view_expr(node)}"
+                    call = isinstance(node, Call) and node.fn in VECTOR
+                    if (isinstance(node, Cmp) or call) and not set(variables(node)) <= set(t.vars):
+                        text = (f"{format_view_expr(node)}", call)
                         if text not in found:
                             found.append(text)
                     if isinstance(node, MapRef) and node.name not in needed:

@@ -126,8 +126,9 @@ class _Gen:
             return "(" + " * ".join(self.val(f) for f in e.factors) + ")"
         if isinstance(e, Sum):  # arithmetic as a side of a comparison (``IF 1000 < (P + -1 * P_2) THEN ...``)
             return "(" + " + ".join(self.val(t) for t in e.terms) + ")"
-        if isinstance(e, Call):  # YEAR(D), SUBSTRING(P, 1, 2) of the event's row, inlined (:mod:`..functions`)
-            return PYTHON[e.fn](self.val(e.args[0]), *(a.value for a in e.args[1:]))
+        if isinstance(e, Call):  # YEAR(D), SUBSTRING(P, 1, 2), VEC_LENGTH(X + -1 * X_2, Y, 0): inlined (..functions)
+            rest = (a.value if isinstance(a, Const) else self.val(a) for a in e.args[1:])
+            return PYTHON[e.fn](self.val(e.args[0]), *rest)
         raise TypeError(f"cannot generate code for {e!r}")
 
     def cond(self, c: Cmp) -> str:
@@ -225,15 +226,16 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
         parts = []
         for scalars in scalar_lists:
             parts.append(" * ".join(gen.val(f) for f in scalars) if scalars else "1")
-        if parts == ["1"]:
+        total = "s = " + " + ".join(parts if len(parts) == 1 else [f"({p})" for p in parts])
+        if (late := any(not set(variables(f)) <= event for fs in scalar_lists for f in fs)) or parts == ["1"]:
             scalar = None
         else:
             scalar = "s"
-            gen.emit(depth, "s = " + " + ".join(parts if len(parts) == 1 else [f"({p})" for p in parts]))
+            gen.emit(depth, total)
             if not all(p.lstrip("-").replace(".", "").isdigit() for p in parts):
                 gen.emit(depth, "if s:")
                 depth += 1
-        factors = [scalar] if scalar else []
+        factors = ["s"] if scalar or late else []  # (late: ``s`` is computed once the loops bind it, below)
         bound_vars = set(trigger.vars)
         full = [r for r in refs if all(not (isinstance(a, Var) and a.name not in bound_vars) for a in r.args)]
         sliced = [r for r in refs if r not in full]
@@ -287,6 +289,8 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
                 gen.emit(depth, f"if {' and '.join(checks)}:")
                 depth += 1
             factors.append(w)
+        if late:  # a factor of a loop variable (VEC_LENGTH(X + -1 * X_2, ...)): computed once the loops bind it
+            gen.emit(depth, total)
         if len(factors) > 1:
             gen.emit(depth, f"d = {' * '.join(factors)}")
             delta = "d"

@@ -216,7 +216,7 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                 del table[nan]  # a dict probe would match the very same NaN object (``is`` before ``==``)
             names, values, same = _binder(atom, bound)
             bound |= {a.name for a in atom.args if isinstance(a, Var)}
-            lifts = []
+            before, lifts = set(bound), []
             for f in list(pending):  # a lift {K = YEAR(D)} binds K once D is bound (:mod:`..functions`)
                 if (x := lift(f)) is not None and x[0] not in bound and set(variables(x[1])) <= bound:
                     pending.remove(f)
@@ -224,7 +224,9 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                     lifts.append((x[0], _compiled(x[1])))
             ready = [f for f in pending if isinstance(f, Cmp) and set(variables(f)) <= bound]
             pending = [f for f in pending if f not in ready]
-            keep = _all_of([_compiled(f) for f in ready])
+            early = [f for f in ready if set(variables(f)) <= before]  # tested before the lifts are computed
+            keep_early = _all_of([_compiled(f) for f in early])
+            keep = _all_of([_compiled(f) for f in ready if f not in early])
             last = not atoms  # the last atom's rows are summed into ``out`` as they come: no env kept
             rest = [_compiled(f) for f in pending]
             new_envs = []
@@ -234,6 +236,8 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                     if same and any(row[i] != row[j] for i, j in same):
                         continue
                     scratch.update(zip(names, values(row)))
+                    if keep_early is not None and not keep_early(scratch):  # (a pair the WHERE drops computes no
+                        continue  # VECTOR_ANGLE: of a zero vector it is no finite number, ..library)
                     for lifted, value in lifts:
                         scratch[lifted] = value(scratch)
                     if keep is not None and not keep(scratch):

@@ -114,7 +114,7 @@ def test_duckdb_spelling():
     ("SELECT CAST_DATE(f) AS k FROM R", "CAST_DATE of a FLOAT (it takes a DATE)"),
     ("SELECT SUM(COS(n)) AS s FROM R", "COS of a STRING (it takes a INT or FLOAT)"),
     ("SELECT SUM(POW(f, p)) AS s FROM R", "a function of a column and constants"),
-    ("SELECT SUM(VEC_LENGTH(f, p, i)) AS s FROM R", "VEC_LENGTH"),
+    ("SELECT SUM(VEC_DOT(f, p, i)) AS s FROM R", "VEC_DOT takes 6 numbers, not 3"),
     ("SELECT CAST_DATE('19981219') AS k FROM R", "not a date YYYY-MM-DD"),
 ])
 def test_refused_with_the_reason(sql, message):

@@ -39,7 +39,7 @@ import datetime
 
 from ...ast import LIKE_OPS, Call, Cmp, Const, Expr, Prod, Program, Sum, Var
 from ...functions import result_type
-from ...library import C_INLINE, c_inline
+from ...library import C_INLINE, VECTOR, c_inline, c_vector
 
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3, "DOW": 4, "ISODOW": 5, "DOY": 6,
@@ -196,6 +196,9 @@ class Gen:
             if m != 1:  # a * m / d: the product first, INT * INT exact as DuckDB's BIGINT
                 x = f"({x}) * INT64_C({m})" if t == "INT" else f"({x}) * {float(m)!r}"
             return f"((double)({x}) / {d!r})", "FLOAT"
+        if isinstance(e, Call) and e.fn in VECTOR:  # of several numbers (..library), checked
+            args = [_number(*self.value(a, types)) for a in e.args]
+            return c_vector(e.fn, [x for x, _ in args], self.target), "FLOAT"
         if isinstance(e, Call) and e.fn in C_INLINE:  # a cast or math of a number (..library), checked
             x, t = self.value(e.args[0], types)
             if t not in ("INT", "FLOAT") and e.fn != "CAST_DATE":

@@ -133,6 +133,23 @@ def deferred_maps(statements: tuple[Statement, ...]) -> frozenset[str]:
     return frozenset(s.target.name for s in statements) - reads
 
 
+def _scalar(gen: Gen, scalar_lists, types: dict[str, str], factors: list, depth: int, opened: int) -> tuple[int, int]:
+    """Emit the statement's scalar ``s`` (the sum of its fused scalar products) and skip a zero; as the first factor."""
+    parts = []
+    for scalars in scalar_lists:
+        vals = [gen.value(f, types) for f in scalars]
+        parts.append(gen.product(vals) if vals else ("INT64_C(1)", "INT"))
+    if parts == [("INT64_C(1)", "INT")]:
+        return depth, opened
+    if len(parts) > 1:
+        parts = [(f"({e})", ty) for e, ty in parts]
+    total, st = gen.total(parts)
+    gen.emit(depth, f"{ctype(st)} s = {total};")
+    gen.emit(depth, "if (s != 0) {")
+    factors.insert(0, ("s", st))
+    return depth + 1, opened + 1
+
+
 def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_guards, refs, scalar_lists) -> None:
     gen.target = gen.map_no[target.name]
     depth = 2
@@ -145,19 +162,10 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
     if guards:
         gen.emit(depth, f"if ({' && '.join(gen.cond(c, types) for c in guards)}) {{")
         depth, opened = depth + 1, opened + 1
-    parts = []
-    for scalars in scalar_lists:
-        vals = [gen.value(f, types) for f in scalars]
-        parts.append(gen.product(vals) if vals else ("INT64_C(1)", "INT"))
     factors: list[tuple[str, str]] = []
-    if parts != [("INT64_C(1)", "INT")]:
-        if len(parts) > 1:
-            parts = [(f"({e})", ty) for e, ty in parts]
-        total, st = gen.total(parts)
-        gen.emit(depth, f"{ctype(st)} s = {total};")
-        gen.emit(depth, "if (s != 0) {")
-        depth, opened = depth + 1, opened + 1
-        factors.append(("s", st))
+    late = any(not set(variables(f)) <= event for scalars in scalar_lists for f in scalars)  # of a loop variable
+    if not late:  # (VEC_LENGTH(X + -1 * X_2, ...): computed per entry once its loops bind it, as in Python)
+        depth, opened = _scalar(gen, scalar_lists, types, factors, depth, opened)
     bound = set(t.vars)
     full = [r for r in refs if all(not (isinstance(a, Var) and a.name not in bound) for a in r.args)]
     sliced = [r for r in refs if r not in full]
@@ -217,6 +225,8 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
         factors.append((f"w{c}", vt))
     if pending:
         raise Unsupported(f"a condition over variables no loop binds: {pending[0]}")
+    if late:
+        depth, opened = _scalar(gen, scalar_lists, types, factors, depth, opened)
     tm = gen.decl[target.name]
     dt = product_type([ty for _, ty in factors])
     if dt == "FLOAT" and tm.value_type != "FLOAT":
