@@ -34,6 +34,9 @@ from ..over import Over, conjuncts
 Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
 
 
+_HOLDS_NONE = {}.get  # (a reader that holds no fold ready: every fold read through its ``fold``)
+
+
 class Reader:
     """Map entries for evaluating rows: ``get(map, key)`` (0 when absent) and ``entries(map, pattern)``.
 
@@ -68,11 +71,12 @@ class Reader:
         found = self.values(name, pattern, at)
         return (len(found), min(found), max(found)) if found else (0, None, None)
 
-    def getter(self, name: str) -> Callable[[tuple], object]:
-        """``key -> get(name, key)``: map ``name``'s accessor, taken once per reader by a view's bound row
-        function (:func:`.viewcode.compile_bound`); a reader of a store gives one without the lookup by name."""
+    def getter(self, name: str) -> Callable[[tuple, object], object]:
+        """``(key, default) -> get(name, key)``: map ``name``'s accessor, taken once per reader by a view's bound
+        row function (:func:`.viewcode.compile_bound`), which passes the 0 :meth:`get` gives where absent (so a
+        reader of a store can give its dict's own ``get``, no lookup by name and no Python frame per read)."""
         get = self.get
-        return lambda key: get(name, key)
+        return lambda key, default: get(name, key)
 
     def counter(self, name: str, at: int) -> Callable[[tuple, int], int]:
         """``(others, default) -> count(name, pattern, at)``, taken once per reader (as :meth:`getter`):
@@ -81,10 +85,13 @@ class Reader:
         count = self.count
         return lambda others, default: count(name, others[:at] + (None,) + others[at:], at) or default
 
-    def folder(self, name: str, at: int) -> Callable[[tuple], tuple]:
-        """``pattern -> fold(name, pattern, at)``, taken once per reader (as :meth:`getter`)."""
+    def folder(self, name: str, at: int) -> tuple[Callable[[tuple], tuple | None], Callable[[tuple], tuple]]:
+        """``(held, fold)``, taken once per reader (as :meth:`getter`): ``held(pattern)`` the slice's fold where the
+        reader holds it ready (else None), ``fold(pattern)`` ``fold(name, pattern, at)``; a bound row function
+        reads ``held(p) or fold(p)`` (a fold is a non-empty tuple), so a memo's slice costs no Python frame.
+        This reader holds none."""
         fold = self.fold
-        return lambda pattern: fold(name, pattern, at)
+        return _HOLDS_NONE, lambda pattern: fold(name, pattern, at)
 
     def fold_term(self, spec, pattern: tuple, group) -> object:
         """One group's term of a sum of folds (:class:`.foldsums.SumOfFolds`): its fold, 0 where empty."""

@@ -85,9 +85,12 @@ class SliceFolds:
                 slices[pattern] = found
         return found
 
-    def reader(self, name: str, at: int, values: Callable[[str, tuple, int], list]) -> Callable[[tuple], Fold]:
-        """:meth:`get` of map ``name`` at ``at`` as one function of the pattern, its slices' dict bound: valid
-        until the memo is next cleared or advanced (one batch's ``changes()``)."""
+    def reader(self, name: str, at: int, values: Callable[[str, tuple, int], list]
+               ) -> tuple[Callable[[tuple], Fold | None], Callable[[tuple], Fold]]:
+        """:meth:`get` of map ``name`` at ``at`` as ``(held, fold)`` of the pattern (as
+        :meth:`.evaluate.Reader.folder`), its slices' dict bound: ``held`` the dict's own ``get`` (a kept slice
+        read with no Python frame), ``fold`` a slice's fold read and kept.  Valid until the memo is next cleared
+        or advanced (one batch's ``changes()``)."""
         slices = self._folds.get((name, at))
         if slices is None:
             slices = self._folds[(name, at)] = {}
@@ -100,7 +103,7 @@ class SliceFolds:
                 if found[0]:  # (an empty slice is not kept, as in get)
                     slices[pattern] = found
             return found
-        return fold
+        return get, fold
 
     def advance(self, journals: dict[str, list], store, version: int) -> None:
         """After the batch that made ``version``: adjust every kept slice the batch changed an entry of (the

@@ -12,24 +12,24 @@ from collections.abc import Callable
 
 from .maps import MapStore
 
-def key_getter(store: MapStore, name: str) -> Callable[[tuple], object]:
-    """``key tuple -> value`` (0 where absent) of map ``name``: :meth:`.MapStore.get` specialised for one map,
-    valid for the store's life (a map's dict and its indexes are made once and changed in place).
+def key_getter(store: MapStore, name: str) -> Callable[[tuple, object], object]:
+    """``(key tuple, default) -> value`` (``default`` where absent) of map ``name``: :meth:`.MapStore.get`
+    specialised for one map, valid for the store's life (a map's dict and its indexes are made once and changed
+    in place).  The default is an argument so that a map without an index answers with its dict's own ``get``:
+    a view's bound row function (:mod:`.viewcode`) calls it per row and map read, with no Python frame between.
 
     >>> from ..ast import Column, MapDecl, Program
     >>> decl = lambda n, k: MapDecl(n, tuple(Column(c, "INT") for c in k), "INT")
     >>> s = MapStore(Program((), (decl("one", "A"), decl("two", "AB"), decl("ix", "AB")), (), ()), {"ix": [(1,)]})
     >>> for m in ("one", "two", "ix"): s.set(m, (1,) if m == "one" else (1, 2), 7)
-    >>> [key_getter(s, m)(k) for m in ("one", "two", "ix") for k in ((1,) if m == "one" else (1, 2), (5,) * (
+    >>> [key_getter(s, m)(k, 0) for m in ("one", "two", "ix") for k in ((1,) if m == "one" else (1, 2), (5,) * (
     ...     1 if m == "one" else 2))]
     [7, 0, 7, 0, 7, 0]
     """
     get = store.getter(name)
     if store.arity[name] == 1:
-        return lambda key: get(key[0], 0)
-    if store.primary[name] is None:
-        return lambda key: get(key, 0)
-    return get
+        return lambda key, default: get(key[0], default)
+    return get  # (the stored key is the key tuple: the dict's get, or the indexed map's getter)
 
 
 def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:

@@ -156,7 +156,7 @@ class StoreReader(Reader):
         self._kept_counts = {name: counts.slices(name) for name in counts.counted} \
             if counts is not None else {}
         self._counters: dict[tuple[str, int, int], Callable[[tuple], int]] = {}
-        self._getters: dict[str, Callable[[tuple], object]] = {}
+        self._getters: dict[str, Callable[[tuple, object], object]] = {}
 
     def _get(self, name: str, key: tuple):
         """``get(map, key tuple)``: the map's entry by a getter made once per map for the reader's life (a row's
@@ -164,7 +164,7 @@ class StoreReader(Reader):
         get = self._getters.get(name)
         if get is None:
             get = self._getters[name] = key_getter(self.store, name)
-        return get(key)
+        return get(key, 0)
 
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
@@ -189,8 +189,8 @@ class StoreReader(Reader):
             return super().fold(name, pattern, at)
         return self._folds.get(name, pattern, at, self.values)
 
-    def getter(self, name: str) -> Callable[[tuple], object]:
-        """Map ``name``'s entry by key, the store's dict bound (:func:`key_getter`)."""
+    def getter(self, name: str) -> Callable[[tuple, object], object]:
+        """Map ``name``'s entry by ``(key, default)``, the store's dict bound (:func:`key_getter`)."""
         get = self._getters.get(name)
         if get is None:
             get = self._getters[name] = key_getter(self.store, name)
@@ -206,7 +206,7 @@ class StoreReader(Reader):
         counter = slice_counter(self.store, name, self.store.arity[name], at)
         return lambda others, default: counter(others[:at] + (None,) + others[at:]) or default
 
-    def folder(self, name: str, at: int) -> Callable[[tuple], tuple]:
+    def folder(self, name: str, at: int) -> tuple[Callable[[tuple], tuple | None], Callable[[tuple], tuple]]:
         """A slice's fold of map ``name`` at ``at`` as one function of the pattern, the memo's slices bound."""
         if self._folds is None:
             return super().folder(name, at)

@@ -121,9 +121,11 @@ class _Source:
             if kind == "n" and self.bound:  # a COUNT by the slice's bound positions, 0 where it is empty
                 others = _display(key[:at] + key[at + 1:])  # type: ignore[operator]
                 self.lines.append(f"{self.indent}{found} = {self.accessor('counter', name, at)}({others}, 0)")
-            elif kind in ("m", "s") and self.bound:  # the map's accessor, bound once per reader
-                how = {"m": "getter", "s": "folder"}[kind]
-                self.lines.append(f"{self.indent}{found} = {self.accessor(how, name, at)}({display})")
+            elif kind == "m" and self.bound:  # the map's accessor, bound once per reader, 0 where absent
+                self.lines.append(f"{self.indent}{found} = {self.accessor('getter', name, at)}({display}, 0)")
+            elif kind == "s" and self.bound:  # the fold the reader holds ready, else read (Reader.folder)
+                held = self.accessor('folder', name, at)
+                self.lines.append(f"{self.indent}{found} = {held}({display}) or {held}f({display})")
             elif kind == "m":
                 self.lines.append(f"{self.indent}{found} = get({name!r}, {display})")
             elif kind == "n":  # a COUNT of a slice's values (one unbound position): the reader counts them
@@ -321,8 +323,8 @@ def row_source(form: Any, bound: bool = False) -> tuple[str, dict[str, object]]:
         s.lines.insert(body_at, "    env = dict(zip(VARS, row))")
     if bound:
         head[0] = "def bind(reader):"
-        head += [f"    {local} = reader.{how}({name!r}{'' if at is None else f', {at}'})"
-                 for (how, name, at), local in s.accessors.items()]
+        head += [f"    {local}{f', {local}f' if how == 'folder' else ''} = reader.{how}({name!r}"
+                 f"{'' if at is None else f', {at}'})" for (how, name, at), local in s.accessors.items()]
         return "\n".join(head + ["    def row_value(row):"] + ["    " + line for line in s.lines]
                          + ["    return row_value"]), s.consts
     return "\n".join(head + s.lines), s.consts

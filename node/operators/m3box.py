@@ -343,9 +343,11 @@ def _emitter(keys: tuple[tuple[str, str], ...], schema: Schema, positions: tuple
     key_parts = [f"(None if k[{i}] is None else {part})" if f.nullable and part != f"k[{i}]" else part
                  for i, part, f in zip(positions, key_parts, schema.fields)]  # a NULL key (docs/m3.md "NULLs")
     values = ["v"] if len(casts) == 1 else [f"v[{i}]" for i in range(len(casts))]
-    value_parts = [f"(None if {v} is None else {cast}({v}))" if f.nullable else f"{cast}({v})"
-                   for v, cast, f in zip(values, casts, schema.fields[width:])]  # NULL: no value read
+    converted = [f"({v} if isinstance({v}, str) else '')" if cast == "_text" else f"{cast}({v})"
+                 for v, cast in zip(values, casts)]  # (a STRING's test inline: no call per row's value)
+    value_parts = [f"(None if {v} is None else {c})" if f.nullable else c
+                   for v, c, f in zip(values, converted, schema.fields[width:])]  # NULL: no value read
     source = f"def emit(changed):\n    return [({', '.join(key_parts + value_parts)},) for k, v in changed]\n"
-    scope: dict = {"_micros": micros_of, "_text": lambda v: v if isinstance(v, str) else ""}
+    scope: dict = {"_micros": micros_of}
     exec(compile(source, "<m3 box out port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
     return scope["emit"]

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from boreas.m3.nullable import hides, left
+from boreas.m3.nullable import GONE, hides, left
 
 
 def present(value: Any) -> bool:
@@ -180,10 +180,10 @@ def told_changelog(changed: list[tuple[tuple, Any]], before: dict[tuple, Any]) -
     pairs: list[tuple[tuple, Any]] = []
     weights: list[int] = []
     get = before.get
-    for key, value in changed:
+    for key, value in changed:  # (present and left inlined: this runs per changed row and batch)
         old = get(key, _ABSENT)
-        held = old is not _ABSENT and present(old)
-        gone = left(value, False)
+        held = old is not _ABSENT and old is not GONE and (any(old) if isinstance(old, tuple) else old != 0)
+        gone = value is GONE or (not any(value) if isinstance(value, tuple) else value == 0)
         if held and not gone and old == value:
             continue
         if held:
