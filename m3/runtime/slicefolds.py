@@ -19,7 +19,8 @@ when it was the least or the greatest the slice's fold is dropped (read
 again from the index the next time: a delete of the extreme value is the
 only case that needs the slice; an emptied slice is dropped too, and an
 empty one read is not kept, so the memo holds at most the non-empty slices
-read).  ``SUM`` is not kept (a float's sum
+read; a native batch's entries that moved in or out are found by numpy from the values before and now C
+handed back with its journal, :func:`crossed`, not by a lookup per key).  ``SUM`` is not kept (a float's sum
 adjusted differs from the sum read in the slice's order).
 
 It is derived data, exact at one runtime ``version`` (the pattern of
