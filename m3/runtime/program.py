@@ -249,11 +249,11 @@ class Runtime(Reads):
 
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
-        names = {m for v in self.program.views for m in v.maps}
+        names, moved = {m for v in self.program.views for m in v.maps}, {}  # (moved: the journals' values, from C)
         journals = self.journals_kept(mirror.last_changes(self._store, self._native, names, self._kept,
-                                                          self._memos.counts, self._version))
+                                                          self._memos.counts, self._version, moved))
         return self._view_changes(journals, self._version,
-                                  lambda v: mirror.plain_changes(self._store, self._native, v, journals))
+                                  lambda v: mirror.plain_changes(self._store, self._native, v, journals), moved)
 
     def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:
         """The last batch's journals read from C as its view changes count them (a partition member's native
@@ -275,11 +275,11 @@ class Runtime(Reads):
             journal.clear()
         self._version += 1
 
-    def _view_changes(self, journals: dict[str, list], version: int, plain) -> dict[str, list]:
+    def _view_changes(self, journals: dict[str, list], version: int, plain, moved=None) -> dict[str, list]:
         """The view rows the batch that made ``version`` changed (:func:`.viewchanges.view_changes`)."""
         memos = self._memos
         return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, memos.totals,
-                            journals, version, plain, memos.rows, memos.folds, memos.counts, memos.sums)
+                            journals, version, plain, memos.rows, memos.folds, memos.counts, memos.sums, moved)
 
     def _reader(self) -> Reader:
         """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""

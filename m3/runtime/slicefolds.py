@@ -19,7 +19,8 @@ when it was the least or the greatest the slice's fold is dropped (read
 again from the index the next time: a delete of the extreme value is the
 only case that needs the slice; an emptied slice is dropped too, and an
 empty one read is not kept, so the memo holds at most the non-empty slices
-read).  ``SUM`` is not kept (a float's sum
+read; a native batch's entries that moved in or out are found by numpy from the values before and now C
+handed back with its journal, :func:`crossed`, not by a lookup per key).  ``SUM`` is not kept (a float's sum
 adjusted differs from the sum read in the slice's order).
 
 It is derived data, exact at one runtime ``version`` (the pattern of
@@ -42,7 +43,9 @@ every other reader folds the slice as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
 
 Fold = tuple  # (count, least, greatest): least and greatest None where the slice is empty
 EMPTY: Fold = (0, None, None)
@@ -105,9 +108,11 @@ class SliceFolds:
             return found
         return get, fold
 
-    def advance(self, journals: dict[str, list], store, version: int) -> None:
+    def advance(self, journals: dict[str, list], store, version: int,
+                moved: Mapping[str, tuple[Sequence, Sequence]] | None = None) -> None:
         """After the batch that made ``version``: adjust every kept slice the batch changed an entry of (the
-        journals: stored key, value before, ...; ``store``: the maps now)."""
+        journals: stored key, value before, ...; ``store``: the maps now; ``moved``: per map, the values before
+        and now of its journal's keys when each key is there once, as a native batch's are read from C)."""
         if not self.enabled or self.version == version:
             return
         if self.version != version - 1:  # a batch went by unseen
@@ -117,26 +122,48 @@ class SliceFolds:
         for (name, at), slices in self._folds.items():
             journal = journals.get(name)
             if journal and slices:
-                _adjust(slices, journal, store, name, at)
+                wrap = store.arity[name] == 1  # (a stored key is the key tuple but at arity 1)
+                _adjust(slices, crossed(journal, store, name, (moved or {}).get(name)), wrap, at)
         self.version = version
 
 
-def _adjust(slices: dict[tuple, Fold], journal: list, store, name: str, at: int) -> None:
-    """Apply one map's journal to its kept slices at unbound position ``at``: the values that joined a slice
-    first, then those that left it (a value that leaves is an extreme only of the slice with the joins in)."""
-    get, wrap = store.getter(name), store.arity[name] == 1  # (a stored key is the key tuple but at arity 1)
+def crossed(journal: list, store, name: str, values: tuple[Sequence, Sequence] | None = None) -> list[tuple]:
+    """``(stored key, now in)`` of each entry of map ``name`` the batch moved into its slices (``now in``: it
+    became non-zero) or out of them (it became zero): the others' values are in their slices as before.
+    ``values``: the values before and now of the journal's keys, each there once (a native batch's, from C: the
+    transitions found by numpy, no lookup per key); otherwise each key's first old value and the store's now.
+
+    >>> from array import array
+    >>> crossed([(1, 2), 0, (1, 3), 4, (2, 2), 1], None, "m", (array("q", [0, 4, 1]), array("q", [5, 0, 1])))
+    [((1, 2), True), ((1, 3), False)]
+    """
+    if values is not None and 2 * len(values[0]) == len(journal):  # (a member's journal left some keys out)
+        was, now = np.asarray(values[0]), np.asarray(values[1])
+        at = np.flatnonzero((was != 0) != (now != 0)).tolist()
+        keys, joined = journal[::2], (now != 0)
+        return [(keys[i], bool(joined[i])) for i in at]
+    get = store.getter(name)
     before = dict(zip(journal[-2::-2], journal[-1::-2]))  # a key's first old value: its value before the batch
-    left = []
+    out = []
     for k, was in before.items():
-        now = get(k, 0)
-        if (was != 0) == (now != 0):  # still in the slice, or still out: its values are the same
-            continue
+        now = get(k, 0) != 0
+        if (was != 0) != now:
+            out.append((k, now))
+    return out
+
+
+def _adjust(slices: dict[tuple, Fold], moved: list[tuple], wrap: bool, at: int) -> None:
+    """Apply one map's entries :func:`crossed` found to its kept slices at unbound position ``at``: the values
+    that joined a slice first, then those that left it (a value that leaves is an extreme only of the slice with
+    the joins in)."""
+    left = []
+    for k, joined in moved:
         key = (k,) if wrap else k
         pattern = key[:at] + (None,) + key[at + 1:]
         fold = slices.get(pattern)
         if fold is None:
             continue
-        if now == 0:
+        if not joined:
             left.append((pattern, key[at]))
             continue
         x = key[at]

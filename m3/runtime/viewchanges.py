@@ -78,7 +78,7 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
 def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
                  journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None,
                  folds: SliceFolds | None = None, counts: SliceCounts | None = None,
-                 sums: FoldSums | None = None) -> dict[str, list]:
+                 sums: FoldSums | None = None, moved: dict[str, tuple] | None = None) -> dict[str, list]:
     """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
     (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
     views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first; ``rows_memo``:
@@ -86,10 +86,11 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
     slices' folds (:mod:`.slicefolds`), advanced to ``version`` and read by the rows' evaluation after it;
     ``counts``: the counts of the maps read only as counts (:mod:`.slicecounts`), read where exact at ``version``
     (a native runtime's: it keeps no mirror of those maps); ``sums``: the sums of folds (:mod:`.foldsums`),
-    advanced to ``version`` (their groups' terms read after the batch) and read by the rows' evaluation after it."""
+    advanced to ``version`` (their groups' terms read after the batch) and read by the rows' evaluation after it;
+    ``moved``: the journals' values before and now where each key is there once (a native batch's, read from C)."""
     memo.advance(journals, store, version)
     if folds is not None:
-        folds.advance(journals, store, version)
+        folds.advance(journals, store, version, moved)
     counted = counts if counts is not None and counts.exact(version) else None
     now = current_reader(store, memo.at(version), folds if folds is not None and folds.exact(version) else None,
                          counted)

@@ -208,3 +208,46 @@ def test_advance_adjusts_counts_and_extremes_and_drops_a_slice_whose_extreme_lef
     assert folds.get("m", (1, None), 1, unread) == (2, 1, 7)
     folds.advance({}, store, 6)  # batch 5 went by unseen: everything is read again
     assert folds.get("m", (1, None), 1, lambda *read: [7]) == (1, 7, 7) and folds.version == 6
+
+
+VALUES = st.one_of(st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.5, float("nan"), float("inf")]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), VALUES, VALUES), max_size=30,
+                unique_by=lambda e: e[:2]))
+def test_crossed_from_the_values_read_from_c_is_crossed_from_the_store(entries):
+    """A native batch's journal comes with its keys' values before and now (each key once): the entries that
+    joined or left their slices found from those by numpy are those found by looking each key up in the maps."""
+    from array import array
+
+    from boreas.m3.runtime.slicefolds import crossed
+
+    store = MapStore(parse_program("DECLARE MAP m[A: INT, B: INT] : FLOAT;"), {"m": [(0,)]})
+    store.add_many("m", [((a, b), now) for a, b, _, now in entries], replace=True)
+    journal = [x for a, b, was, _ in entries for x in ((a, b), was)]
+    floats = (array("d", [float(e[2]) for e in entries]), array("d", [float(e[3]) for e in entries]))
+    by_store = sorted(crossed(journal, store, "m"))  # (in any order: _adjust's joins and leaves commute)
+    assert sorted(crossed(journal, store, "m", floats)) == by_store
+    if all(type(e[2]) is int and type(e[3]) is int for e in entries):  # noqa: E721 - an INT map's values
+        ints = (array("q", [e[2] for e in entries]), array("q", [e[3] for e in entries]))
+        assert sorted(crossed(journal, store, "m", ints)) == by_store
+
+
+def test_advance_takes_the_values_from_c_where_given_and_the_store_where_a_key_was_left_out():
+    """``advance`` with the batch's values (a native batch's) adjusts the slices from them, not from the mirror
+    (here left behind, empty); a journal a partition member shortened (its length no longer the values') is
+    read against the store as before."""
+    from array import array
+
+    p = parse_program("DECLARE MAP m[A: INT, B: INT] : INT;")
+    store = MapStore(p, {"m": [(0,)]})
+    folds = SliceFolds()
+    folds.advance({}, store, 1)
+    assert folds.get("m", (1, None), 1, lambda *read: [2, 5]) == (2, 2, 5)
+    journal = [(1, 7), 0, (1, 5), 1, (1, 2), 1]  # 7 joins, 5 leaves (the greatest), 2 stays
+    folds.advance({"m": journal}, store, 2, {"m": (array("q", [0, 1, 1]), array("q", [1, 0, 3]))})
+    assert folds.get("m", (1, None), 1, lambda *read: pytest.fail("the slice was listed")) == (2, 2, 7)
+    store.add_many("m", [((1, 2), 3), ((1, 7), 1), ((1, 9), 1)], replace=True)  # the mirror catches up; 9 joins
+    folds.advance({"m": [(1, 9), 0]}, store, 3, {"m": (array("q", [0, 0]), array("q", [0, 0]))})  # (not its)
+    assert folds.get("m", (1, None), 1, lambda *read: pytest.fail("the slice was listed")) == (3, 2, 9)

@@ -108,7 +108,8 @@ def _sync_map(store: MapStore, native, name: str, full: bool = False) -> None:
 
 
 def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str],
-                 counts: SliceCounts | None = None, version: int = 0) -> dict[str, list]:
+                 counts: SliceCounts | None = None, version: int = 0,
+                 values: dict[str, tuple[Sequence, Sequence]] | None = None) -> dict[str, list]:
     """The last batch's journals of maps ``names`` (one record per key it wrote: stored key, value before the
     batch), and the mirror of every map of ``kept`` (the maps Python-side code reads per batch:
     a general view's, a TOTAL memo's) brought up to date; the other maps keep lagging until :func:`sync`.
@@ -120,6 +121,9 @@ def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[s
     ``counts``: the maps read only as counts of their slices (:mod:`..slicecounts`), advanced to ``version``
     (the batch's) by the changes of their slices' counts (:func:`.slicechanges.slice_changes`); such a map's
     journal names one key of each slice whose count changed (its value there 0: no reader reads it).
+
+    ``values``: filled with each journal's values before the batch and now, in its keys' order (each key once:
+    :func:`..slicefolds.crossed` finds the entries that joined or left their slices from them, no lookup per key).
     """
     journals: dict[str, list] = {name: [] for name in store.data}
     kept = set(kept)
@@ -138,6 +142,8 @@ def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[s
         stored = [k[0] for k in keys] if store.arity[name] == 1 else keys
         j = journals[name] = [None] * (2 * len(stored))
         j[::2], j[1::2] = stored, olds
+        if values is not None:
+            values[name] = (olds, news)
         if name not in kept:
             continue
         if one_batch:
