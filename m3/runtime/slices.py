@@ -15,7 +15,8 @@ from .maps import MapStore
 def key_getter(store: MapStore, name: str) -> Callable[[tuple, object], object]:
     """``(key tuple, default) -> value`` (``default`` where absent) of map ``name``: :meth:`.MapStore.get`
     specialised for one map, valid for the store's life (a map's dict and its indexes are made once and changed
-    in place).  The default is an argument so that a map without an index answers with its dict's own ``get``:
+    in place).  The default is an argument so that a map of two or more keys without an index answers with its
+    dict's own ``get`` (a one-key map unwraps the key in one lambda):
     a view's bound row function (:mod:`.viewcode`) calls it per row and map read, with no Python frame between.
 
     >>> from ..ast import Column, MapDecl, Program

@@ -208,7 +208,8 @@ class StoreReader(Reader):
         return lambda others, default: counter(others[:at] + (None,) + others[at:]) or default
 
     def folder(self, name: str, at: int) -> tuple[Callable[[tuple], tuple | None], Callable[[tuple], tuple]]:
-        """A slice's fold of map ``name`` at ``at`` as one function of the pattern, the memo's slices bound."""
+        """A slice's fold of map ``name`` at ``at``: ``(held, fold)``, the memo's dict ``get`` of a pattern's fold
+        (None where not held) and the read that computes and keeps it."""
         if self._folds is None:
             return super().folder(name, at)
         return self._folds.reader(name, at, self.values)
