@@ -38,7 +38,10 @@ SHAPES: dict[str, str] = {
     "length_of_one_relation_in_an_expression": SCHEMA + "SELECT p.id, SUM(2 * VEC_LENGTH(p.x, p.y, p.z) + p.x) AS s "
                                                         "FROM P p GROUP BY p.id",
     # mddb query2's shape: a dihedral angle of four atoms selected in a view without aggregates
-    "rows_of_a_dihedral_angle": SCHEMA + "SELECT p.t, DIHEDRAL_ANGLE(p.x, p.y, p.z, p2.x, p2.y, p2.z, p.x + 1, p.y, "
+    # (every argument selected too: two argument tuples whose angles are equal in exact arithmetic may differ in
+    # their last bits, here or in DuckDB, and be one row on one side and two on the other)
+    "rows_of_a_dihedral_angle": SCHEMA + "SELECT p.t, p.x AS px, p.y AS py, p.z AS pz, p2.x AS qx, p2.y AS qy, "
+                                         "p2.z AS qz, m.kind AS k, m.id AS i, DIHEDRAL_ANGLE(p.x, p.y, p.z, p2.x, p2.y, p2.z, p.x + 1, p.y, "
                                          "p2.z, m.kind, m.id, 1) AS phi FROM P p, P p2, M m WHERE p.t = p2.t AND "
                                          "p.id = m.id AND p2.id <> p.id",
     "dihedral_angle_compared": SCHEMA + "SELECT m.kind, COUNT(*) AS n FROM P p, M m WHERE p.id = m.id AND "
