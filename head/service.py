@@ -337,9 +337,9 @@ class HeadService:
                 return apply_submission(self.store, documents, registry=self.box_types, base=self.catalog,
                                         read_full=self.commits.read_full, index=self.index, replacing=replacing)
 
-        with self.commits.writing():  # (no need to wait for the watch thread; the plan's boxes are taken)
-            applied = await asyncio.to_thread(apply)
-            self.commits.committed(applied.commit, (applied.before, applied.after))
+        applied = await asyncio.to_thread(apply)
+        # (no need to wait for the watch thread; the plan's boxes are taken, not decoded again)
+        self.commits.committed(applied.commit, (applied.before, applied.after))
         changes = applied.changes.as_dict() if applied.changes is not None else None
         # Stored before the client hears of it: any later leader can answer for it.
         return await self.submissions.committed(record, applied.commit.version, changes)
