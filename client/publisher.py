@@ -178,8 +178,9 @@ class Publisher:
         """Follow a coordinator's hint (its producer was handed to another member of a partitioned box), and while
         an entry node is unreachable, ask the Head where the stream enters now (failover)."""
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._move.wait(), REROUTE_AFTER / 2)
+            with contextlib.suppress(TimeoutError):  # (asyncio.timeout: wait_for of 3.11 can swallow a cancel)
+                async with asyncio.timeout(REROUTE_AFTER / 2):
+                    await self._move.wait()
             if self._move.is_set():
                 self._move.clear()
                 moved, self._moved = self._moved, None

@@ -76,8 +76,9 @@ class QuietPacer:
             # submission that began during this wait holds the run as one before it does).
             await asyncio.sleep(max(0.0, self._next - loop.time()))
             while True:  # until quiet for self.quiet seconds
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), self.quiet)
+                with contextlib.suppress(TimeoutError):  # (asyncio.timeout: wait_for of 3.11 can swallow a cancel)
+                    async with asyncio.timeout(self.quiet):
+                        await self._changed.wait()
                     self._changed.clear()
                     continue
                 if self._settled():

@@ -181,3 +181,22 @@ async def test_a_submission_that_begins_while_the_rate_limit_waits_holds_the_run
     finally:
         task.cancel()
     assert log == [False, False]
+
+
+async def test_a_cancel_that_meets_a_change_stops_the_pacer():
+    """The Head's close cancels the pacer's task; a change arriving at that same moment must not swallow the
+    cancel (``asyncio.wait_for`` of Python 3.11 does: the task then waited for a change forever and the Head's
+    close hung).  The quiet spell's wait is ``asyncio.timeout``'s, which keeps the cancel."""
+    pacer = QuietPacer(quiet=30.0, ratio=1.0, least=0.0)
+
+    async def work() -> float:
+        return 0.0
+
+    task = asyncio.create_task(pacer.run(work))
+    pacer.changed()
+    for _ in range(5):  # into the quiet spell's wait
+        await asyncio.sleep(0)
+    pacer.changed()  # (the wait's event set) ...
+    task.cancel()  # ... and the cancel, in one step of the loop
+    done, _ = await asyncio.wait({task}, timeout=5.0)
+    assert task in done and task.cancelled()
