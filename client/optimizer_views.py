@@ -122,6 +122,7 @@ class CatalogView:
                     raise OptimizerFailed(f"{self.name + ': ' if self.name else ''}{what} not seen after "
                                           f"{timeout:g}s", 504)
                 try:
-                    await asyncio.wait_for(self.changed.wait(), remaining)
+                    async with asyncio.timeout(remaining):  # (not wait_for: it can lose a cancel)
+                        await self.changed.wait()
                 except TimeoutError:
                     pass

@@ -336,8 +336,8 @@ class Publisher:
             for link in links:
                 await link.flush(None if deadline is None else max(0.0, deadline - loop.time()))
             if self._held:
-                await asyncio.wait_for(self._held.empty.wait(), None if deadline is None else
-                                       max(0.0, deadline - loop.time()))
+                async with asyncio.timeout(None if deadline is None else max(0.0, deadline - loop.time())):
+                    await self._held.empty.wait()
                 continue
             if links == self.links:
                 break

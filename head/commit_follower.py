@@ -23,8 +23,9 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from boreas.catalog.elements import adopt_commit, apply_commit, commit_touched
@@ -36,6 +37,10 @@ from boreas.catalog.submission import commits_after, read_catalog
 from .bulk import bulk_step
 
 log = logging.getLogger(__name__)
+
+#: The longest the follower waits for this Head's own write of a commit to end before it applies a commit that
+#: came by the watch first (:meth:`CommitFollower.writing`): past it, the commit is decoded, which is as exact.
+WRITE_WAIT = 1.0
 
 #: What the Head does with a new catalog: ``advance(before, after, touched)`` (touched: None when read whole).
 Advance = Callable[[Catalog, Catalog, "dict[str, set[str]] | None"], None]
@@ -53,6 +58,9 @@ class CommitFollower:
         self._queue: asyncio.Queue[Commit] = asyncio.Queue()
         self._watch: Any = None
         self._planned: dict[int, tuple[Catalog, Catalog]] = {}  # version -> (diffed from, diffed to)
+        self._writes = 0  # this Head's commits being written now (:meth:`writing`)
+        self._written = asyncio.Event()  # set while none is
+        self._written.set()
 
     def read_full(self) -> Catalog:
         """Read the whole catalog from the store (on a worker thread); counted, since it should be rare."""
@@ -81,11 +89,28 @@ class CommitFollower:
             self._planned[commit.version] = planned
         self._queue.put_nowait(commit)
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around this Head's own write of a planned commit.  The store's watch may bring the commit before the
+        writer, back from its thread, says it planned it (:meth:`committed`); a commit that comes meanwhile waits
+        (up to :data:`WRITE_WAIT`), so the plan is adopted rather than the commit decoded again."""
+        self._writes += 1
+        self._written.clear()
+        try:
+            yield
+        finally:
+            self._writes -= 1
+            if not self._writes:
+                self._written.set()
+
     async def run(self) -> None:
         """Apply each commit, in version order (the supervised task's body)."""
         assert self.store is not None
         while True:
             commit = await self._queue.get()
+            with contextlib.suppress(TimeoutError):  # (ours may be the one being written: its plan comes next)
+                async with asyncio.timeout(WRITE_WAIT):  # (not wait_for: in Python 3.11 it can lose a cancel)
+                    await self._written.wait()
             version = self._current().version
             if commit.version <= version:
                 self._forget(version)

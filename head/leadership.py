@@ -85,8 +85,9 @@ class Leadership:
         contender and is elected in a moment, so wait for that (up to ``timeout``) before serving."""
         if self.leader() not in (None, self.url):
             return False
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.elected.wait(), timeout)
+        with contextlib.suppress(TimeoutError):  # (asyncio.timeout, not wait_for: that can lose a cancel)
+            async with asyncio.timeout(timeout):
+                await self.elected.wait()
         return self.elected.is_set()
 
     def _elected(self) -> None:

@@ -246,8 +246,9 @@ class HeadService:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while self.revision <= after and loop.time() < deadline:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
+            with contextlib.suppress(TimeoutError):  # (asyncio.timeout, not wait_for: that can lose a cancel)
+                async with asyncio.timeout_at(deadline):
+                    await self._changed.wait()
 
     @contextlib.contextmanager
     def taking_submission(self) -> Iterator[None]:
@@ -337,9 +338,9 @@ class HeadService:
                 return apply_submission(self.store, documents, registry=self.box_types, base=self.catalog,
                                         read_full=self.commits.read_full, index=self.index, replacing=replacing)
 
-        applied = await asyncio.to_thread(apply)
-        # (no need to wait for the watch thread; the plan's boxes are taken, not decoded again)
-        self.commits.committed(applied.commit, (applied.before, applied.after))
+        with self.commits.writing():  # (no need to wait for the watch thread; the plan's boxes are taken)
+            applied = await asyncio.to_thread(apply)
+            self.commits.committed(applied.commit, (applied.before, applied.after))
         changes = applied.changes.as_dict() if applied.changes is not None else None
         # Stored before the client hears of it: any later leader can answer for it.
         return await self.submissions.committed(record, applied.commit.version, changes)

@@ -11,6 +11,7 @@ that path for a submission and to decode a commit it did not plan (a move).
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from boreas.catalog import Catalog, open_store, read_document
@@ -18,6 +19,7 @@ from boreas.catalog.diagnostics import CATALOG
 from boreas.catalog.elements import KIND_TO_DICT, adopt_commit, apply_commit, diff
 from boreas.catalog.submission import apply_submission
 from boreas.head import commit_follower
+from boreas.head import service as head_service
 from boreas.head.service import HeadService
 
 SCHEMA = ('<schema name="R"><field name="k" type="int"/><field name="value" type="double"/></schema>'
@@ -105,6 +107,41 @@ async def test_a_head_takes_its_plans_boxes_and_decodes_what_it_did_not_plan(mon
         version = await head.commit(move_c)
         await head.caught_up(version)
         assert decoded == [version] and head.catalog.boxes["c"].node == "n2:2"
+        assert _described(head.catalog) == _described(head.commits.read_full())
+    finally:
+        await head.close()
+
+
+async def test_a_commit_the_watch_brings_before_its_writer_returns_is_still_adopted(monkeypatch):
+    """The store's watch can bring the Head's own commit before the submitting coroutine, back from its
+    thread, hands over its plan: the follower waits for the write to end, so the plan is still adopted (it
+    was decoded so under load).  The write is held here past the watch's delivery to make that the order."""
+    decoded: list[int] = []
+    real_apply, real_submission = commit_follower.apply_commit, head_service.apply_submission
+
+    def counting(catalog, commit):
+        decoded.append(commit.version)
+        return real_apply(catalog, commit)
+
+    def slow_submission(*args, **kwargs):  # (on the writer's thread, after the store's write: the watch fires)
+        applied = real_submission(*args, **kwargs)
+        time.sleep(0.3)
+        return applied
+
+    monkeypatch.setattr(commit_follower, "apply_commit", counting)
+    monkeypatch.setattr(commit_follower, "WRITE_WAIT", 30.0)  # (a loaded machine's scheduling is no part of it)
+    monkeypatch.setattr(head_service, "apply_submission", slow_submission)
+    head = HeadService("memory://", token=None, snapshot_interval=0)
+    await head.start("127.0.0.1", 0)
+    try:
+        for node in ("n1:1", "n2:2"):
+            head.heartbeat(node, "incarnation", 0)
+        for texts, replacing, name in STEPS[:3]:
+            documents = [read_document(text, f"{name}.xml" if i == 0 else f"{name}_deploy.xml")
+                         for i, text in enumerate(texts)]
+            submission = await head.submit(documents, replacing=replacing)
+            await head.caught_up(submission.version)
+        assert decoded == [] and head.catalog.version == submission.version
         assert _described(head.catalog) == _described(head.commits.read_full())
     finally:
         await head.close()

@@ -109,6 +109,30 @@ async def test_a_task_that_returns_is_forgotten_and_close_cancels_the_rest():
         tasks.spawn("late", once)
 
 
+async def test_close_cancels_again_a_task_that_lost_its_cancel(monkeypatch, caplog):
+    """A cancel can be lost (Python 3.11's wait_for returns normally when its event is set in the cancel's step):
+    close() must not then wait forever for the task."""
+    monkeypatch.setattr(boreas.wire.supervisor, "CLOSE_GRACE", 0.05)
+    cancels = []
+
+    async def swallows_one_cancel() -> None:
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancels.append(len(cancels))
+                if len(cancels) > 1:
+                    raise
+
+    tasks = Supervisor("head")
+    tasks.spawn("commits", swallows_one_cancel)
+    await asyncio.sleep(0)
+    with caplog.at_level(logging.WARNING, logger="boreas.wire.supervisor"):
+        await asyncio.wait_for(tasks.close(), 5)
+    assert cancels == [0, 1]
+    assert "'head: commits' still runs" in caplog.text and "cancelling it again" in caplog.text
+
+
 async def test_spawning_a_name_again_replaces_the_task_and_stop_waits_for_it():
     cancelled = []
 

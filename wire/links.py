@@ -197,7 +197,8 @@ class OutboundLink:
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued batch is acknowledged; raises :attr:`failure` if the link failed for good."""
-        await asyncio.wait_for(self.queue.idle.wait(), timeout)
+        async with asyncio.timeout(timeout):  # (not wait_for: in Python 3.11 it can lose a cancel)
+            await self.queue.idle.wait()
         if self.failure is not None:
             raise self.failure
 

@@ -242,7 +242,8 @@ class ReliableSender:
             if remaining <= 0:
                 return False
             try:
-                await asyncio.wait_for(self._progress.wait(), remaining)
+                async with asyncio.timeout(remaining):  # (not wait_for: it can lose a cancel)
+                    await self._progress.wait()
             except TimeoutError:
                 return self._done >= target
         return True

@@ -19,7 +19,11 @@ that a task that dies is never silent:
   tasks whose failure the component survives);
 - a task that returns normally is finished and forgotten;
 - ``close()`` cancels every task and waits for them; ``status()`` lists the
-  tasks with their restart counts for status pages.
+  tasks with their restart counts for status pages.  A task still running
+  :data:`CLOSE_GRACE` seconds after its cancel is logged and cancelled again:
+  a cancel can be lost (Python 3.11's ``asyncio.wait_for`` returns normally
+  when the awaited event is set in the same step as the cancel), and a lost
+  cancel must not hang the component's close for good.
 
 Example usage:
 
@@ -68,6 +72,10 @@ from typing import Any
 from .backoff import Backoff
 
 log = logging.getLogger(__name__)
+
+#: Seconds ``close()`` waits for a cancelled task before it says so and cancels it again (long enough for a
+#: task's own clean-up, a thread's close included, on a loaded machine).
+CLOSE_GRACE = 10.0
 
 #: on_fatal(task name, exception): a task that may not be restarted failed.
 FatalCallback = Callable[[str, BaseException], Any]
@@ -147,8 +155,16 @@ class Supervisor:
         current = asyncio.current_task()
         for task in tasks:
             if task is not current:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await self._finished(task)
+
+    async def _finished(self, task: asyncio.Task) -> None:
+        """Wait for cancelled ``task`` to end, cancelling it again each :data:`CLOSE_GRACE` it does not."""
+        while not (await asyncio.wait({task}, timeout=CLOSE_GRACE))[0]:
+            log.warning("%s: task %r still runs %.0f s after its cancel (a cancel lost?); cancelling it again",
+                        self.name, task.get_name(), CLOSE_GRACE)
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     def status(self) -> dict[str, dict[str, Any]]:
         return {e.name: {"state": e.state, "restarts": e.restarts, "last_error": e.last_error}

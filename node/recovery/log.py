@@ -283,8 +283,9 @@ class InputLog:
                     delay = self._pending_since + self._flush_s - time.monotonic()
                     if delay > 0:
                         self._wake.clear()
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(self._wake.wait(), delay)
+                        with contextlib.suppress(TimeoutError):  # (not wait_for: it can lose a cancel)
+                            async with asyncio.timeout(delay):
+                                await self._wake.wait()
                         continue
                 await self._write_pending()
         except asyncio.CancelledError as exc:  # not via close(): whatever is pending is lost
