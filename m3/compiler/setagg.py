@@ -73,7 +73,7 @@ from ..viewnodes import Arith, BoolOp
 from .lifted import Plan
 from .nodes import sql_of
 from .resolve import Positions
-from .setbranch import TRUE, Branch, aggregated, inexact, shown_items
+from .setbranch import Branch, aggregated, flat_bool, inexact, shown_items
 from .setgroups import hidden_slots
 from .setlifted import plan_union
 from .setparts import key_variables, output_names
@@ -194,13 +194,13 @@ def _intersect_except(kind: str, branches: list[Branch], key_names: list[str], v
     row = tuple(Var(v) for v in key_vars)
     conds = [branches[0].condition(0, row, ctx)]
     for i, b in enumerate(branches[1:], 1):
-        same = _flat("AND", [b.condition(i, row, ctx), _same(branches, (0, 0), (i, i), row, row)])
+        same = flat_bool("AND", [b.condition(i, row, ctx), _same(branches, (0, 0), (i, i), row, row)])
         conds.append(same if kind.startswith("INTERSECT") else BoolOp("NOT", (same,)))
     columns = tuple((n, branches[0].value(0, row, j)) for j, n in enumerate(value_names)) + tuple(
         (indicator(n), branches[0].counted(0, row, j) or branches[0].rows(0, row))
         for j, n in enumerate(value_names) if _nullable(branches, j))
     return Plan(tuple(b.part(None) for b in branches), tuple(key_names), key_vars, columns,
-                _flat("AND", conds), always=not key_names)
+                flat_bool("AND", conds), always=not key_names)
 
 
 def _union(kind: str, branches: list[Branch], key_names: list[str], value_names: list[str], ctx: Positions,
@@ -225,9 +225,9 @@ def _union(kind: str, branches: list[Branch], key_names: list[str], value_names:
     for i, b in enumerate(branches):
         has = b.condition(i, row, ctx)
         if keyless:  # (a condition of branch i's row alone)
-            has = _flat("AND", [Cmp("<", Const(0), mark[i]), has])
+            has = flat_bool("AND", [Cmp("<", Const(0), mark[i]), has])
         if kind == "UNION":  # not a row an earlier branch has at the key (read there as if of branch i)
-            has = _flat("AND", [has] + [BoolOp("NOT", (_flat("AND", [
+            has = flat_bool("AND", [has] + [BoolOp("NOT", (flat_bool("AND", [
                 branches[k].condition(seen[(k, i)], row, ctx), _same(branches, (k, seen[(k, i)]), (i, i), row, row)]),))
                 for k in range(i)])
         mine.append(has)
@@ -239,7 +239,7 @@ def _union(kind: str, branches: list[Branch], key_names: list[str], value_names:
                     "LEAST", b.counted(i, row, j) or b.rows(i, row), Const(1)), mark[i])
                 for i, b in enumerate(branches)]))
     columns = tuple(zip(value_names, total))
-    where = None if keyless and all(c == Cmp("<", Const(0), m) for c, m in zip(mine, mark)) else _flat("OR", mine)
+    where = None if keyless and all(c == Cmp("<", Const(0), m) for c, m in zip(mine, mark)) else flat_bool("OR", mine)
     return Plan(tuple(parts), tuple(key_names) + (BRANCH,), key_vars, columns, where, internal=hidden + (BRANCH,),
                 always=keyless, fixed=tuple((i,) for i in range(len(branches))) if keyless else ())
 
@@ -255,9 +255,3 @@ def _nullable(branches: list[Branch], j: int, keyless: bool = False) -> bool:
     UNION's rows without GROUP BY, ``keyless``) is an aggregate other than COUNT, NULL over no rows."""
     return any(j in b.nonnull or keyless and j < len(b.values) and b.counted(0, (), j) is not None
                for b in branches)
-
-
-def _flat(op: str, conds: list[Expr]) -> Expr:
-    flat = [x for c in conds for x in (c.args if isinstance(c, BoolOp) and c.op == op else (c,))
-            if not (op == "AND" and x == TRUE and len(conds) > 1)]
-    return flat[0] if len(flat) == 1 else BoolOp(op, tuple(flat))

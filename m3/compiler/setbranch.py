@@ -163,7 +163,7 @@ class Branch:
         """Where the branch has a row at ``row``: always without GROUP BY, else where it reads rows; and its
         HAVING holds."""
         there = TRUE if self.keyless else Cmp("<", Const(0), self.rows(i, row))
-        return there if self.having is None else _and(there, self._cond(self.having, i, row, False))
+        return there if self.having is None else flat_bool("AND", [there, self._cond(self.having, i, row, False)])
 
     def _cond(self, e: exp.Expression, i: int, row: tuple, negated: bool) -> Expr:
         e = unparen(e)
@@ -179,7 +179,7 @@ class Branch:
         left, right = self._value(e.this, i, row), self._value(e.expression, i, row)
         cmp = Cmp(_FLIPPED[op], right, left) if op in _FLIPPED else Cmp(op, left, right)  # a view reads = <> < <=
         if self.keyless and _nullable(e):  # a comparison with NULL is not TRUE (nor is its NOT)
-            cmp = _and(Cmp("<", Const(0), self.rows(i, row)), cmp)
+            cmp = flat_bool("AND", [Cmp("<", Const(0), self.rows(i, row)), cmp])
         return cmp
 
     def _value(self, e: exp.Expression, i: int, row: tuple) -> Expr:
@@ -250,8 +250,14 @@ def _flag_of(flag: exp.Column, key: exp.Expression) -> bool:
         flag.table.lower() == key.table.lower()
 
 
-def _and(a: Expr, b: Expr) -> Expr:
-    if a == TRUE:
-        return b
-    flat = [x for p in (a, b) for x in (p.args if isinstance(p, BoolOp) and p.op == "AND" else (p,))]
-    return BoolOp("AND", tuple(flat))
+def flat_bool(op: str, conds: list[Expr]) -> Expr:
+    """``conds`` joined by ``op`` (AND, OR) with nested chains of the same ``op`` flattened and, for AND, the
+    always-true condition left out: the branches' conditions are built piece by piece, and a flat chain is
+    what the views' printer and the cost classes read.
+
+    >>> print(flat_bool("AND", [TRUE, BoolOp("AND", (Cmp("<", Const(0), Const(1)), TRUE)), TRUE]).op)
+    <
+    """
+    flat = [x for c in conds for x in (c.args if isinstance(c, BoolOp) and c.op == op else (c,))
+            if not (op == "AND" and x == TRUE and len(conds) > 1)]
+    return flat[0] if len(flat) == 1 else BoolOp(op, tuple(flat))

@@ -20,7 +20,7 @@ entry of every part (the values are keys no map holds), and ``changes()`` re-rea
 >>> import sqlglot
 >>> from .examples import PlainErrors
 >>> from ..printer import format_view_expr
->>> from .setbranch import Branch
+>>> from .setbranch import Branch, flat_bool
 >>> leaves = [sqlglot.parse_one(q) for q in ("SELECT SUM(b) AS d FROM R GROUP BY a", "SELECT COUNT(*) FROM S GROUP BY c")]
 >>> p = plan_union([Branch.of(x, 1, PlainErrors(), "UNION") for x in leaves], [], ["d"], PlainErrors())
 >>> [s.sql() for s in p.parts], p.keys, p.columns
@@ -33,11 +33,10 @@ from __future__ import annotations
 
 from ..ast import Cmp, Const, Var
 from ..over import Over
-from ..viewnodes import BoolOp
 from .lifted import Plan
 from .nodes import sql_of
 from .resolve import Positions
-from .setbranch import Branch
+from .setbranch import Branch, flat_bool
 from .setparts import key_variables
 
 
@@ -56,8 +55,7 @@ def plan_union(branches: list[Branch], key_names: list[str], value_names: list[s
         own = tuple(f"G{i}_{j}" for j in range(len(b.hidden)))
         at = row + tuple(Var(x) for x in own)
         cond = [b.condition(i, at, ctx)] + [Cmp("=", v, b.value(i, at, j)) for j, v in enumerate(values)]
-        cond = [x for c in cond for x in (c.args if isinstance(c, BoolOp) and c.op == "AND" else (c,))]
-        count = Over("COUNT", Const(1), own, b.rows(i, at), BoolOp("AND", tuple(cond)))
+        count = Over("COUNT", Const(1), own, b.rows(i, at), flat_bool("AND", cond))
         disjuncts.append(Cmp("<", Const(0), count))
     return Plan(tuple(b.part(None) for b in branches), tuple(key_names + value_names), key_vars,
-                (("count", Const(1)),), disjuncts[0] if len(disjuncts) == 1 else BoolOp("OR", tuple(disjuncts)))
+                (("count", Const(1)),), flat_bool("OR", disjuncts))
