@@ -283,14 +283,16 @@ class NativeMemberRuntime(MemberRuntime):
         return got
 
     # -- view changes (the Python backend's form, read from the C journal) ---------------------
-    def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:
-        """The last batch's journals with the keys this member does not own left out (it dropped them)."""
+    def drop_foreign(self, journals: dict[str, list]) -> set[str]:
+        """Leave out of the last batch's journals the keys this member does not own (it dropped them)."""
+        cut = set()
         for name, journal in journals.items():
             if journal:
                 foreign = self.foreign_keys(name, journal[::2])
                 if foreign:
                     journal[:] = [x for k, old in zip(journal[::2], journal[1::2]) if k not in foreign for x in (k, old)]
-        return journals
+                    cut.add(name)
+        return cut
 
     # -- moving segments: the mirror changes, the same entries are written through to C ---------------
     def take_out(self, map_name: str, keys: Iterable, epoch: int) -> int:

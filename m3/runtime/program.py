@@ -250,15 +250,18 @@ class Runtime(Reads):
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
         names, moved = {m for v in self.program.views for m in v.maps}, {}  # (moved: the journals' values, from C)
-        journals = self.journals_kept(mirror.last_changes(self._store, self._native, names, self._kept,
-                                                          self._memos.counts, self._version, moved))
+        journals = mirror.last_changes(self._store, self._native, names, self._kept, self._memos.counts,
+                                       self._version, moved)
+        for name in self.drop_foreign(journals):  # (C's values describe the whole journal, not what is left)
+            moved.pop(name, None)
         return self._view_changes(journals, self._version,
                                   lambda v: mirror.plain_changes(self._store, self._native, v, journals), moved)
 
-    def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:
-        """The last batch's journals read from C as its view changes count them (a partition member's native
-        runtime leaves out the keys it dropped: m3/cumulus/native_member.py)."""
-        return journals
+    def drop_foreign(self, journals: dict[str, list]) -> set[str]:
+        """Leave out of the last batch's journals, read from C, the keys its view changes must not count (a
+        partition member's native runtime drops the keys it does not own: m3/cumulus/native_member.py); the
+        names of the journals cut.  Here: none."""
+        return set()
 
     def _rollback(self) -> None:
         for name, journal in self._journals.items():

@@ -131,13 +131,14 @@ def crossed(journal: list, store, name: str, values: tuple[Sequence, Sequence] |
     """``(stored key, now in)`` of each entry of map ``name`` the batch moved into its slices (``now in``: it
     became non-zero) or out of them (it became zero): the others' values are in their slices as before.
     ``values``: the values before and now of the journal's keys, each there once (a native batch's, from C: the
-    transitions found by numpy, no lookup per key); otherwise each key's first old value and the store's now.
+    transitions found by numpy, no lookup per key; never given for a journal cut after C wrote it, as a partition
+    member's is: ``Runtime.drop_foreign``); otherwise each key's first old value and the store's now.
 
     >>> from array import array
     >>> crossed([(1, 2), 0, (1, 3), 4, (2, 2), 1], None, "m", (array("q", [0, 4, 1]), array("q", [5, 0, 1])))
     [((1, 2), True), ((1, 3), False)]
     """
-    if values is not None and 2 * len(values[0]) == len(journal):  # (a member's journal left some keys out)
+    if values is not None:
         was, now = np.asarray(values[0]), np.asarray(values[1])
         at = np.flatnonzero((was != 0) != (now != 0)).tolist()
         keys, joined = journal[::2], (now != 0)
