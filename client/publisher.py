@@ -41,7 +41,6 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,15 +56,11 @@ from boreas.wire.prepared import Prepared
 from boreas.wire.tuples import RowError
 
 from .entries import pick_entries
-from .held import Held
 from .head_api import UnknownStream, stream_route
+from .route import Route
 
 
 log = logging.getLogger(__name__)
-
-#: An entry node unreachable this long: ask the Head again where the stream enters (it may have
-#: failed over to another node, which then takes what the old one never acknowledged).
-REROUTE_AFTER = 2.0
 
 #: Batches a publisher keeps unacknowledged per node (all may be in flight).  A durable node
 #: acknowledges a batch once it is on disk, so this must cover that latency: bench/recovery.py
@@ -111,8 +106,8 @@ class Publisher:
         self.capacity = capacity
         self.schema: Schema | None = None
         self.fields: list[str] = []
-        self.entries: list[str] = []
-        self.links: list[OutboundLink] = []
+        # where the stream enters: the links, followed as the entry moves (client/route.py)
+        self.route = Route(head, stream, token, self.producer, member, self._link, self._replied)
         self.accepted = 0
         self.refused: list[RowError] = []  # the first MAX_REFUSED_KEPT refused rows, with the reason
         self.refused_count = 0  # all of them
@@ -120,13 +115,8 @@ class Publisher:
         self.duplicates = 0  # batches the node already had from this producer (a re-run): dropped
         self._sent_rows = 0
         self._first_row: dict[int, tuple[int, int]] = {}  # seq -> number of the batch's first row, its rows
-        self._follow: asyncio.Task | None = None
+        self._entries: list[str] = []  # where the Head said the stream enters (locate), until start connects
         self._row_batches: Any = None  # a RowBatches once rows are sent (client/row_batches.py: imports pyarrow)
-        # a node the stream's coordinator handed this producer to (an Ack's hint, docs/cumulus.md §6.5)
-        self._moved: str | None = None
-        self._move = asyncio.Event()
-        # batches the entry node refused as not entering there (any more): re-sent where the Head says it enters
-        self._held = Held()
 
     async def __aenter__(self) -> "Publisher":
         await self.start()
@@ -135,15 +125,21 @@ class Publisher:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def entries(self) -> list[str]:
+        """The nodes where the stream enters (the first takes the ordered batches)."""
+        return self.route.entries if self.route.links else self._entries
+
+    @property
+    def links(self) -> list[OutboundLink]:
+        return self.route.links
+
     async def start(self) -> None:
         """Ask the Head where the stream enters (``UnknownStream`` if it is not a deployed input) and
         connect to those nodes."""
         if self.schema is None:
             await self.locate()
-        for endpoint in self.entries:
-            self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
-        self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
-        self._follow.add_done_callback(self._follow_ended)
+        await self.route.start(self._entries)
 
     async def locate(self) -> None:
         """Ask the Head where the stream enters and what its schema is (``UnknownStream`` if it is not a deployed
@@ -158,7 +154,7 @@ class Publisher:
             raise UnknownStream(f"input stream {self.stream!r} is not deployed: no node takes it yet")
         self.schema = Schema(route["schema"]["name"], route_fields(route["schema"]))
         self.fields = [f.name for f in self.schema.fields]
-        self.entries = pick_entries(route, self.producer, self.member)
+        self._entries = pick_entries(route, self.producer, self.member)
 
     async def _link(self, endpoint: str, first: bool) -> OutboundLink:
         # All of ``capacity`` may be in flight: a durable node acknowledges a batch only once it is
@@ -168,70 +164,6 @@ class Publisher:
                             refusal_is_final=True, digests=True)
         await link.start()
         return link
-
-    def _follow_ended(self, task: asyncio.Task) -> None:
-        if not task.cancelled() and task.exception() is not None:  # never silently: failover is lost
-            log.error("publisher %s stopped following %s's route", self.producer, self.stream,
-                      exc_info=task.exception())
-
-    async def _follow_entries(self) -> None:
-        """Follow a coordinator's hint (its producer was handed to another member of a partitioned box), and while
-        an entry node is unreachable, ask the Head where the stream enters now (failover)."""
-        while True:
-            with contextlib.suppress(TimeoutError):  # (asyncio.timeout: wait_for of 3.11 can swallow a cancel)
-                async with asyncio.timeout(REROUTE_AFTER / 2):
-                    await self._move.wait()
-            if self._move.is_set():
-                self._move.clear()
-                moved, self._moved = self._moved, None
-                if moved is not None and len(self.links) == 1 and moved != self.links[0].endpoint:
-                    await self._reroute([moved])
-                if not self._held:
-                    continue
-            if self._held:
-                await self._resend_held()
-                continue
-            if not any(link.down_for > REROUTE_AFTER for link in self.links):
-                continue
-            try:
-                async with PeerClient(self.token) as peers:
-                    route = await stream_route(peers, self.head, self.stream)
-            except Exception as exc:  # the Head may be down too: keep trying
-                log.debug("publisher %s: cannot ask the Head for %s's route: %s", self.producer, self.stream, exc)
-                continue
-            await self._reroute(pick_entries(route, self.producer, self.member))
-
-    async def _resend_held(self) -> None:
-        """Ask the Head where the stream enters now and re-send the held batches there (:mod:`.held`); refuse them
-        for good if it names no other node.  Left held if the Head does not answer (asked again soon)."""
-        try:
-            async with PeerClient(self.token) as peers:
-                route = await stream_route(peers, self.head, self.stream)
-        except Exception as exc:  # the Head may be down or failing over: keep them, ask again
-            log.debug("publisher %s: cannot ask the Head for %s's route: %s", self.producer, self.stream, exc)
-            return
-        entries = pick_entries(route, self.producer, self.member)
-        if entries and entries[0] != self.links[0].endpoint:
-            await self._reroute(entries[:1])
-        reason = self._held.reason
-        for batch in self._held.take():  # (still held: nowhere else to send them)
-            self._replied(batch, Refused(batch.stream, batch.producer, batch.seq, reason, retry=False))
-
-    async def _reroute(self, entries: list[str]) -> None:
-        current = [link.endpoint for link in self.links]
-        new = [e for e in entries if e not in current]
-        for index, link in enumerate(list(self.links)):
-            if link.endpoint in entries or len(new) != 1:
-                continue
-            replacement = await self._link(new.pop(), first=index == 0)
-            if index == 0 and self._held:  # (before what the old link still holds: they come first in order)
-                replacement.requeue(self._held.take())
-            moved = link.redirect(self.stream, replacement)
-            self.links[index] = replacement
-            self.entries = [one.endpoint for one in self.links]
-            await link.abort()
-            log.warning("publisher %s: stream %s now enters at %s instead of %s (%d unacknowledged batches "
-                        "handed over)", self.producer, self.stream, replacement.endpoint, link.endpoint, moved)
 
     @property
     def sent_rows(self) -> int:
@@ -297,9 +229,8 @@ class Publisher:
                 self._first_row[seq] = (first, len(rows))
 
     def _replied(self, batch: Batch, reply: Frame) -> None:
-        if isinstance(reply, Refused) and reply.retry and len(self.links) == 1 and self._follow is not None:
-            self._held.hold(batch, reply.reason)  # (not taken there: the stream may enter elsewhere now)
-            self._move.set()
+        if isinstance(reply, Refused) and reply.retry and len(self.links) == 1 and self.route.following:
+            self.route.hold(batch, reply.reason)  # (not taken there: the stream may enter elsewhere now)
             return
         first, count = self._first_row.pop(batch.seq, (0, 0))
         if isinstance(reply, Refused):  # every row of it is refused, numbered and counted as rows are
@@ -308,9 +239,8 @@ class Publisher:
         elif isinstance(reply, Ack) and reply.duplicate:
             self.duplicates += 1
         elif isinstance(reply, Ack):
-            if reply.moved and self._moved != reply.moved:  # handed to another coordinator: redirect there
-                self._moved = reply.moved
-                self._move.set()
+            if reply.moved:  # handed to another coordinator: redirect there
+                self.route.moved(reply.moved)
             self.accepted += reply.accepted
             errors = reply.errors
             whole = [(field, reason) for row, field, reason in errors if row < 0]
@@ -335,9 +265,9 @@ class Publisher:
             links = list(self.links)
             for link in links:
                 await link.flush(None if deadline is None else max(0.0, deadline - loop.time()))
-            if self._held:
+            if self.route.held:
                 async with asyncio.timeout(None if deadline is None else max(0.0, deadline - loop.time())):
-                    await self._held.empty.wait()
+                    await self.route.held.empty.wait()
                 continue
             if links == self.links:
                 break
@@ -347,11 +277,7 @@ class Publisher:
     async def abort(self) -> None:
         """Disconnect now, without waiting for acknowledgements (what was not acknowledged may be lost;
         publishing again with the same ``producer`` and batches delivers it once)."""
-        if self._follow is not None:
-            self._follow.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follow
-            self._follow = None
+        await self.route.stop()
         for link in self.links:
             await link.abort()
 
@@ -395,9 +321,6 @@ class Publisher:
                     await link.send(self.stream, [], final=True)
             await self.flush(timeout=30)
         finally:
-            if self._follow is not None:
-                self._follow.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._follow
+            await self.route.stop()
             for link in self.links:
                 await link.abort()
