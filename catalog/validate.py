@@ -18,6 +18,7 @@ from . import arrays, changelog, table_params
 from .app_diff import unselected_columns_note
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .declared_inputs import publish_reason
+from .declared_nulls import null_fields_note
 from .diagnostics import Diagnostic, Origin
 from .model import (
     PARTITION_SLOTS,
@@ -281,7 +282,8 @@ def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, 
         what = f"input stream {out.stream!r} (a box writes it: its <input> declares its schema)"
     return [Diagnostic.at(out.origin, f"{what} declares schema {declared.name!r} "
                                       f"{declared.describe()}, but its producer yields {inferred.describe()}"
-                                      f"{unselected_columns_note(catalog, out.stream, declared, inferred)}")]
+                                      f"{unselected_columns_note(catalog, out.stream, declared, inferred)}"
+                                      f"{null_fields_note(catalog, out.stream, declared, inferred)}")]
 
 
 def array_stream_problems(catalog: Catalog, obj: Publication | Subscription,

@@ -99,7 +99,9 @@ def view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, int
 
     Value columns are numbers (long for INT, double for FLOAT; the box emits 0 for a row that left the view)
     or, for a MIN or MAX of strings, strings ('' for a row that left it); a MIN or MAX of a DATE is refused.
-    A key or value that may be NULL is a nullable field (docs/m3.md, "NULLs").
+    A key or value that may be NULL is a nullable field, whatever its type (docs/m3.md, "NULLs"): a MIN or MAX
+    of a nullable VARCHAR over a group of only NULLs is None, not '' (issue 33); one that cannot be NULL (of a
+    column not declared NULL, without FILTER) stays not nullable, so a reader needs no NULL test there.
     """
     widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
     nullable = {i for i, _ in null_keys([name for name, _ in view.keys], view.internal)}  # docs/m3.md "NULLs"
@@ -113,8 +115,8 @@ def view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, int
     for i in shown_columns(names):
         column = decl.columns[i]
         kind = value_type(program, decl, i)
-        if kind == "STRING":  # MIN/MAX of strings: '' for a row that left the view (docs/m3.md)
-            values.append(Field(column.name, FieldType.STRING, widest))
+        if kind == "STRING":  # MIN/MAX of strings: '' for a row that left the view, None for NULL (docs/m3.md)
+            values.append(Field(column.name, FieldType.STRING, widest, nullable=i in may_be_null))
             continue
         if kind not in ("INT", "FLOAT"):
             raise BoxError(f"m3 box {box.name!r}: view {decl.name} column {column.name} is a {kind} (MIN/MAX of a "

@@ -212,7 +212,8 @@ def test_a_declared_output_schema_must_be_nullable_where_its_producer_may_write_
     problems = plan_submission(Catalog(), [read_document(app, "app.xml")], box_types()).problems
     assert [str(p).split(": ", 2)[-1] for p in problems] == [
         "output stream 'Calc' declares schema 'C' (k int, x1 int, xc int, ynull int, s string(4) null), but its "
-        "producer yields (k int, x1 int null, xc int, ynull int, s string(4) null)"]
+        "producer yields (k int, x1 int null, xc int, ynull int, s string(4) null) (field 'x1' is NULL where map "
+        "box 'calc' writes NULL; declare it nullable=\"true\")"]
     fixed = app.replace('<field name="x1" type="int"/>', '<field name="x1" type="int" nullable="true"/>')
     assert not plan_submission(Catalog(), [read_document(fixed, "app.xml")], box_types()).problems
 

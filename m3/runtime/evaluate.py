@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from ..ast import Cmp, Const, Expr, MapRef, Var, walk
 from ..viewnodes import Arith, BoolOp, Fold, Total
 from ..over import Over, conjuncts
+from .nanorder import extremes, greatest, greatest2, least, least2
 
 Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
 
@@ -69,7 +70,7 @@ class Reader:
         are none): a ``MIN``, ``MAX`` or ``COUNT`` over that position.  The reader of the maps after a batch
         answers from a memo adjusted by the batch's journals (:mod:`.slicefolds`)."""
         found = self.values(name, pattern, at)
-        return (len(found), min(found), max(found)) if found else (0, None, None)
+        return extremes(found)  # (SQL's order: NaN above every number, .nanorder)
 
     def getter(self, name: str) -> Callable[[tuple, object], object]:
         """``(key, default) -> get(name, key)``: map ``name``'s accessor, taken once per reader by a view's bound
@@ -130,9 +131,9 @@ def value(e: Expr, env: dict, reader: Reader):
         if e.op == "*":
             return a * b
         if e.op == "LEAST":
-            return min(a, b)
+            return least2(a, b)
         if e.op == "GREATEST":
-            return max(a, b)
+            return greatest2(a, b)
         return divide(a, b)
     if isinstance(e, Fold):
         pattern = tuple(None if isinstance(a, Var) and a.name == e.var else env[a.name] if isinstance(a, Var)
@@ -144,9 +145,9 @@ def value(e: Expr, env: dict, reader: Reader):
         if not values:
             return 0
         if e.kind == "MIN":
-            return min(values)
+            return least(values)
         if e.kind == "MAX":
-            return max(values)
+            return greatest(values)
         return len(values) if e.kind == "COUNT" else sum(values)
     if isinstance(e, Over):
         return _over(e, env, reader)
@@ -189,7 +190,7 @@ def _over(e: Over, env: dict, reader: Reader):
     for inner in _over_entries(e, env, reader):
         if e.cond is None or holds(e.cond, inner, reader):
             found.append(1 if e.kind == "COUNT" else value(e.expr, inner, reader))
-    result = 0 if not found else min(found) if e.kind == "MIN" else max(found) if e.kind == "MAX" else sum(found)
+    result = 0 if not found else least(found) if e.kind == "MIN" else greatest(found) if e.kind == "MAX" else sum(found)
     if cache is not None:
         cache[id(e)] = result
     return result

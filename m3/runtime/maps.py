@@ -51,6 +51,7 @@ from operator import itemgetter
 from ..ast import MapRef, Program, Var, walk
 from .keybind import bind_keys
 from .keycut import Cut
+from .nanorder import canonical
 
 
 def index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
@@ -390,6 +391,7 @@ class MapStore:
             if name not in self.data:
                 raise KeyError(name)
             dates = [i for i, t in enumerate(self.key_types[name]) if t == "DATE"]
+            floats = [i for i, t in enumerate(self.key_types[name]) if t == "FLOAT"]  # (one NaN key: nanorder)
             n = self.arity[name]
             for row in rows:
                 if len(row) != n + 1:
@@ -397,4 +399,6 @@ class MapStore:
                 key = list(row[:n])
                 for i in dates:
                     key[i] = datetime.date.fromisoformat(key[i])
+                for i in floats:
+                    key[i] = canonical(key[i])
                 self.set(name, tuple(key), row[n])

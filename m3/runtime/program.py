@@ -40,6 +40,7 @@ from .closed_folds import fold_rows
 from .codegen import build, program_source
 from .initial import initial_values, relation_rows
 from .maps import MapStore, index_specs
+from .nanorder import canonical_rows
 from .native import BEYOND_64_BITS, IntOverflow, choose, compaction, mirror
 from .ports import ViewInfo, relation_ports, view_ports
 from .reads import Reads
@@ -90,6 +91,8 @@ class Runtime(Reads):
         # nullable columns: a row's None split into value and indicator before either backend sees it (docs/m3.md "NULLs")
         self._nullable = {r.name: nl for r in program.relations if (nl := declared(r.columns))}
         self._column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
+        self._floats = {n: tuple(i for i, t in enumerate(types) if t == "FLOAT")  # (one NaN key: nanorder)
+                        for n, types in self._column_types.items()}
         # views with nullable keys: their reads show None where a key's indicator says NULL (docs/m3.md "NULLs")
         self._nulls = {v.name: nulls for v in program.views
                        if (nulls := ViewNulls.of(v.keys, v.internal, [c.name for c in v.columns]))}
@@ -151,7 +154,7 @@ class Runtime(Reads):
         with self._lock:
             try:
                 for rel, sign, rows in batches:
-                    self._triggers[(rel, sign)](rows)
+                    self._triggers[(rel, sign)](canonical_rows(rows, self._floats[rel]))
             except BaseException:
                 self._rollback()
                 raise
@@ -352,7 +355,8 @@ class Runtime(Reads):
         ``views``: evaluate only the maps these views read, the others left empty (a runtime loaded to be read
         once through them, as a window join's stage is per window: m3/winstages.py; a trigger's helper maps,
         which no view reads, would cost as much as the view's again)."""
-        rows = {name: relation_rows(r, self._nullable.get(name)) for name, r in tables.items()}
+        rows = {name: canonical_rows(relation_rows(r, self._nullable.get(name)), self._floats.get(name, ()))
+                for name, r in tables.items()}
         for name in rows:
             if name not in self._arity:
                 raise RuntimeStateError(f"unknown relation {name!r}")

@@ -47,13 +47,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from .nanorder import extremes, greatest2, least2
+
 Fold = tuple  # (count, least, greatest): least and greatest None where the slice is empty
 EMPTY: Fold = (0, None, None)
 
 
 def fold_of(values: list) -> Fold:
     """A slice's fold from its values (one pass each for the least and the greatest)."""
-    return (len(values), min(values), max(values)) if values else EMPTY
+    return extremes(values)  # (SQL's order: NaN above every number, .nanorder)
 
 
 class SliceFolds:
@@ -169,13 +171,13 @@ def _adjust(slices: dict[tuple, Fold], moved: list[tuple], wrap: bool, at: int) 
             continue
         x = key[at]
         n, lo, hi = fold
-        slices[pattern] = (n + 1, min(lo, x), max(hi, x))
+        slices[pattern] = (n + 1, least2(lo, x), greatest2(hi, x))
     for pattern, x in left:
         fold = slices.get(pattern)
         if fold is None:
             continue
         n, lo, hi = fold
-        if n == 1 or x == lo or x == hi:  # emptied, or an extreme left: read again when next asked for
+        if n == 1 or x == lo or x == hi or x != x:  # emptied, or an extreme (a NaN) left: read again when asked
             del slices[pattern]
         else:
             slices[pattern] = (n - 1, lo, hi)

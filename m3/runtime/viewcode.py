@@ -62,6 +62,7 @@ from ..over import Over
 from ..viewnodes import Arith, BoolOp, Fold
 from .evaluate import Reader, divide, holds, items, value
 from .foldsums import SumOfFolds
+from .nanorder import greatest, greatest2, least, least2
 
 RowValue = Callable[[tuple, Reader], tuple[bool, object]]
 _ARITH = {"+": "+", "-": "-", "*": "*"}
@@ -157,7 +158,7 @@ class _Source:
             if e.op in _ARITH:
                 return f"({a} {_ARITH[e.op]} {b})"
             if e.op in ("LEAST", "GREATEST"):
-                return f"{'min' if e.op == 'LEAST' else 'max'}({a}, {b})"
+                return f"{'least2' if e.op == 'LEAST' else 'greatest2'}({a}, {b})"
             return f"divide({a}, {b})"
         if isinstance(e, Fold) and e.cond is None and e.kind in ("MIN", "MAX", "COUNT", "SUM"):
             free = [i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var]
@@ -172,7 +173,7 @@ class _Source:
                     return self.read("n", e.ref.name, key, free[0])
             if None not in key:
                 vals = self.read("f", e.ref.name, key, free[0])
-                return {"MIN": f"(min({vals}) if {vals} else 0)", "MAX": f"(max({vals}) if {vals} else 0)",
+                return {"MIN": f"(least({vals}) if {vals} else 0)", "MAX": f"(greatest({vals}) if {vals} else 0)",
                         "COUNT": f"len({vals})", "SUM": f"(sum({vals}) if {vals} else 0)"}[e.kind]
         if isinstance(e, Over):
             found = self.over(e)
@@ -224,7 +225,7 @@ class _Source:
             self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
         self.lines.extend(inner.lines)
         self.lines.append(f"{self.indent}        {out}.append({got})")
-        fold = {"MIN": "min", "MAX": "max"}.get(e.kind, "sum")
+        fold = {"MIN": "least", "MAX": "greatest"}.get(e.kind, "sum")  # (NaN above every number: .nanorder)
         self.reads[("o", e)] = found = f"({fold}({out}) if {out} else 0)"
         return found
 
@@ -335,7 +336,8 @@ def compile_row(form: Any, present: Callable[[Any, tuple, Reader], bool]) -> Row
     come from an aggregate's entries)."""
     src, consts = row_source(form)
     scope: dict[str, object] = {"ZERO": form.zero, "VARS": form.vars, "FORM": form, "present": present,
-                                "items": items, "divide": divide, "value": value, "holds": holds, **consts}
+                                "items": items, "divide": divide, "value": value, "holds": holds, "least": least,
+                                "greatest": greatest, "least2": least2, "greatest2": greatest2, **consts}
     exec(compile(src, f"<view {form.name}>", "exec"), scope)  # noqa: S102 - our own generated source
     return scope["row_value"]  # type: ignore[return-value]
 
@@ -347,7 +349,8 @@ def compile_bound(form: Any, present: Callable[[Any, tuple, Reader], bool]) -> C
     :func:`compile_row` through the same reader (``tests/m3/test_viewcode.py``)."""
     src, consts = row_source(form, bound=True)
     scope: dict[str, object] = {"ZERO": form.zero, "VARS": form.vars, "FORM": form, "present": present,
-                                "items": items, "divide": divide, "value": value, "holds": holds, **consts}
+                                "items": items, "divide": divide, "value": value, "holds": holds, "least": least,
+                                "greatest": greatest, "least2": least2, "greatest2": greatest2, **consts}
     exec(compile(src, f"<view {form.name}, bound>", "exec"), scope)  # noqa: S102 - our own generated source
     return scope["bind"]  # type: ignore[return-value]
 

@@ -93,6 +93,11 @@ class M3Operator(Operator):
         for port, (want, got) in enumerate(zip(self.plan.emitted, self.outputs)):
             if not want.same_shape(got):
                 raise self.error(f"out port {port} would carry {want.describe()} but its schema is {got.describe()}")
+            for w, g in zip(want.fields, got.fields):  # the emitter writes None there (docs/m3.md "NULLs")
+                if w.nullable and not g.nullable:
+                    raise self.error(f"out port {port}: field {g.name!r} may be NULL (a nullable key's NULL group, "
+                                     "or a SUM, AVG, MIN or MAX of a group without a non-NULL value) but its schema "
+                                     f"{got.name!r} declares it not nullable; declare it nullable=\"true\"")
         # A stateless view on columns (node/operators/m3rows.py): decided here, once; its bag program's runtime is
         # the box's runtime (the same map as the view's program would keep)
         self.rows = StatelessRows.of(self.plan) if runtime and self.stateless_columns else None

@@ -152,3 +152,90 @@ def test_nullable_string_and_date_columns_without_a_null_are_applied(backend):
         bag = Counter({r: k for r, k in bag.items() if k})
         assert bag == Counter(con.execute(STRINGS).fetchall())
     assert dataflow.operators["q"].failed_batches == 0
+
+
+#: MIN/MAX of a nullable VARCHAR (issue 33): a group of only NULLs is NULL, not '' (the out fields nullable).
+STRING_EXTREMES = "SELECT g, MIN(s) AS lo, MAX(s) AS hi, COUNT(*) AS n FROM R GROUP BY g"
+STRING_ONLY = ('<field name="g" type="int"/><field name="s" type="string" size="8" nullable="true"/>'
+               '<field name="d" type="timestamp"/>')
+
+
+def string_app(backend: str, declared: str = "") -> str:
+    """:func:`app` over (g, s nullable VARCHAR, d); ``declared``: the out stream's ``<schema>`` fields, if any."""
+    xml = app(backend, STRING_EXTREMES).replace(
+        '<field name="g" type="int"/><field name="b" type="int" nullable="true"/>\n'
+        '        <field name="y" type="double" nullable="true"/>', STRING_ONLY)
+    if declared:
+        xml = xml.replace('<output stream="V"/>', f'<schema name="VO">{declared}</schema><output stream="V" '
+                                                  'schema="VO"/>')
+    return xml
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_string_extremes_of_only_nulls_reach_a_subscriber_as_null(backend):
+    if backend == "native":
+        from support.native import skip_without_native
+
+        skip_without_native()
+    plan = plan_submission(Catalog(), [read_document(string_app(backend), "app.xml")], BOX_TYPES)
+    assert plan.ok, plan.problems
+    cat = plan.catalog
+    assert [f.nullable for f in stream_schemas(cat, BOX_TYPES)["V"].fields] == [False, True, True, False]
+    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
+    dataflow.reconfigure(cat)
+    schema = cat.schemas["RT"]
+    rnd = random.Random(11)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE R(g BIGINT, s VARCHAR, d TIMESTAMP)")
+    bag: Counter = Counter()
+    for i in range(10):  # group 3 only ever NULL; the others mostly
+        new = [(g, None if g == 3 else rnd.choice([None, None, None, "a", "bb", ""]), 0)
+               for g in (rnd.randint(0, 3) for _ in range(rnd.randint(1, 6)))]
+        con.executemany("INSERT INTO R VALUES (?, ?, NULL)", [(g, s) for g, s, _ in new])
+        asyncio.run(dataflow.router.enter("R", from_rows(new, schema) if i % 2 else new, "pub-R", i, ""))
+        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
+            for row, weight in changes(sent):
+                bag[tuple(row)] += weight
+        bag = Counter({r: k for r, k in bag.items() if k})
+        assert bag == Counter(con.execute(STRING_EXTREMES).fetchall())
+    assert any(row[1] is None and row[2] is None for row in bag)
+
+
+def test_a_declared_out_schema_not_nullable_where_a_string_extreme_may_be_null_is_refused():
+    """The out stream's declared schema says ``lo``/``hi`` are never NULL: refused naming the fields, the box and
+    why; declared nullable it is accepted.  The operator built with such a schema refuses it too."""
+    fields = ('<field name="g" type="int"/><field name="lo" type="string" size="8"/>'
+              '<field name="hi" type="string" size="8" nullable="true"/><field name="n" type="long"/>')
+    plan = plan_submission(Catalog(), [read_document(string_app("python", fields), "app.xml")], BOX_TYPES)
+    assert not plan.ok
+    reason = " ".join(p.reason for p in plan.problems)
+    assert "field 'lo' is NULL where m3 box 'q' writes NULL: " in reason and "MIN or MAX" in reason, reason
+    assert "declare it nullable=\"true\"" in reason, reason
+    fixed = fields.replace('name="lo" type="string" size="8"', 'name="lo" type="string" size="8" nullable="true"')
+    plan = plan_submission(Catalog(), [read_document(string_app("python", fixed), "app.xml")], BOX_TYPES)
+    assert plan.ok, plan.problems
+
+    from boreas.catalog.model import Box, Field, InPort, Schema
+    from boreas.m3.boxtype import infer_m3
+    from boreas.node.operators.base import OperatorError
+    from boreas.node.operators.registry import DEFAULT_REGISTRY
+
+    schema = plan.catalog.schemas["RT"]
+    box = Box("q", "m3", (InPort("R"),), ("V",), (("sql", STRING_EXTREMES), ("backend", "python")))
+    inferred = infer_m3(box, [schema])[0]
+    declared = Schema("VO", tuple(Field(f.name, f.type, f.size) for f in inferred.fields))  # none nullable
+    with pytest.raises(OperatorError, match=r"m3 box 'q' out port 0: field 'lo' may be NULL .*MIN or MAX"):
+        DEFAULT_REGISTRY.build(box, [schema], [declared])
+    assert DEFAULT_REGISTRY.build(box, [schema], [inferred]) is not None
+
+
+def test_string_extremes_of_a_column_not_nullable_stay_not_nullable():
+    """Only what may be NULL is nullable: MIN/MAX of a VARCHAR not declared NULL is a plain string field."""
+    from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+    from boreas.m3.boxtype import infer_m3
+
+    schema = Schema("RT", (Field("g", FieldType.INT), Field("s", FieldType.STRING, 8),
+                           Field("d", FieldType.TIMESTAMP)))
+    box = Box("q", "m3", (InPort("R"),), ("V",), (("sql", STRING_EXTREMES),))
+    assert [f.nullable for f in infer_m3(box, [schema])[0].fields] == [False, False, False, False]

@@ -102,9 +102,9 @@ def test_a_general_views_changelog_follows_duckdb_without_a_second_memo(backend,
 
 @pytest.mark.parametrize("backend", ["python", "native"])
 def test_a_float_value_is_retracted_as_it_was_sent_after_a_restore(backend):
-    """A float value evaluated again after a restore need not be the one sent (a MAX over a NaN depends on the
-    order it reads the rows in; a float fold's sum on the order of its slice): the retraction names the row the
-    subscriber holds, so such a view keeps its memo of the rows sent."""
+    """A float value evaluated again after a restore need not be the one sent (a float fold's sum depends on the
+    order of its slice; a MAX over a NaN is NaN whatever the order since issue 33, but a NaN of its own): the
+    retraction names the row the subscriber holds, so such a view keeps its memo of the rows sent."""
     if backend == "native":
         from support.native import skip_without_native
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import datetime
 from array import array
 from dataclasses import dataclass
+from math import isnan
 from typing import ClassVar
+
+from ..nanorder import NAN
 
 
 def packed(values, typecode: str) -> bool:
@@ -110,13 +113,16 @@ class Dates(dict):
 
 
 def float_bits(values: array) -> array:
-    """Doubles as their int64 bits (FLOAT key columns), -0.0 as 0.0 as the C side keys it.
+    """Doubles as their int64 bits (FLOAT key columns), -0.0 as 0.0 and every NaN as the quiet NaN, as the C
+    side keys them (``f2k``).
 
     >>> list(float_bits(array("d", [-0.0]))) == list(float_bits(array("d", [0.0])))
     True
+    >>> list(float_bits(array("d", [-NAN, NAN]))) == [0x7FF8000000000000] * 2
+    True
     """
     out = array("q")
-    out.frombytes(array("d", [v + 0.0 for v in values]).tobytes())
+    out.frombytes(array("d", [NAN if v != v else v + 0.0 for v in values]).tobytes())
     return out
 
 
@@ -164,6 +170,8 @@ class Codec:
         for col, t in zip(columns, self.key_types[name]):
             if t == "FLOAT":
                 col = array("d", array("q", col).tobytes())
+                if any(map(isnan, col)):  # one NaN key object, as the Python backend's (..nanorder)
+                    col = [NAN if v != v else v for v in col]
             elif t == "DATE":
                 col = list(map(self.dates.__getitem__, col))
             elif t == "STRING":

@@ -7,7 +7,9 @@ orders ``str`` (UTF-8 bytes compare as code points do), ``str_like`` is
 :mod:`boreas.m3.like`, ``date_part`` is ``date.year`` / ``.month`` / ... / ``.isocalendar()[1]`` of
 :mod:`boreas.m3.functions` over a day number (``date.toordinal()``), and
 ``f2k``/``k2f`` hold a FLOAT key column as the double's bits (``-0.0`` as
-``0.0``, so equal keys have equal bits).  They read the runtime's intern
+``0.0``, every NaN as the quiet NaN Python's ``float("nan")`` is, so equal
+keys, and NaNs, which SQL's MIN/MAX and GROUP BY hold equal, have equal
+bits: ..nanorder).  They read the runtime's intern
 table (``rt->strs``), so :data:`VALUES` follows the type declarations in
 :data:`.crt.SOURCE`.
 
@@ -16,7 +18,8 @@ table (``rt->strs``), so :data:`VALUES` follows the type declarations in
 """
 
 VALUES = r"""
-static inline int64_t f2k(double d) { int64_t k; if (d == 0.0) d = 0.0; memcpy(&k, &d, 8); return k; }
+static inline int64_t f2k(double d) { int64_t k; if (d == 0.0) d = 0.0; if (d != d) return INT64_C(0x7FF8000000000000);
+    memcpy(&k, &d, 8); return k; }
 static inline double k2f(int64_t k) { double d; memcpy(&d, &k, 8); return d; }
 
 /* Python's order of two interned strings: UTF-8 bytes compare as code points do */
