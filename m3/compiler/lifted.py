@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..ast import Expr, RelationDecl
+from ..ast import Cmp, Const, Expr, MapRef, RelationDecl, Var
 from ..nullable import ROWS
 from ..viewnodes import BoolOp
 from .derived import inline_ctes
@@ -113,6 +113,22 @@ class Table:
     aggs: int
     columns: dict[str, tuple[str, int]]
     groups: int
+
+
+@dataclass
+class Lookup:
+    """A grouped derived table beside the one read by value (:mod:`.liftlookup`): its parts, and the variable
+    each of its group columns is bound to (None until an equality binds it)."""
+
+    table: Table
+    args: list[Var | None] = field(default_factory=list)
+
+    def bound(self) -> bool:
+        return all(a is not None for a in self.args)
+
+    def exists(self) -> Expr:
+        """``0 < rows[args]``: the join meets a group of this table."""
+        return Cmp("<", Const(0), MapRef(f"#{self.table.rows}.0", tuple(self.args)))
 
 
 @dataclass
