@@ -70,6 +70,18 @@ SHAPES: dict[str, str] = {
         SELECT p.a, SUM(p.v) AS s FROM (SELECT R.a, R.b, SUM(R.c) AS v FROM R WHERE R.c > 0 GROUP BY R.a, R.b) p,
         (SELECT R.a, SUM(R.c) AS w FROM R WHERE R.b > 1 GROUP BY R.a) n WHERE p.a = n.a AND p.v > n.w
         GROUP BY p.a""",
+    # a grouped table whose aggregate reads a one-row derived table (a part that is a plan of its own:
+    # lifted.nestable), beside another; COUNT is never NULL, so SQL's value is DBToaster's
+    "grouped_table_over_a_one_row_table": STREAMS + """SELECT x.k, SUM(x.v + y.m) AS s FROM
+        (SELECT R.a AS k, SUM(R.b * c.n) AS v FROM R, (SELECT COUNT(*) AS n FROM S) c GROUP BY R.a) x,
+        (SELECT T.a AS k, SUM(T.c) AS m FROM T GROUP BY T.a) y
+        WHERE x.k = y.k GROUP BY x.k""",
+    # chrissedtrades' shape: the one-row table's WHERE compares with a scalar subquery
+    "one_row_table_with_a_nested_where": STREAMS + """SELECT x.k, SUM(x.v * y.m) AS s FROM
+        (SELECT R.a AS k, SUM(R.b) AS v FROM R GROUP BY R.a) x,
+        (SELECT T.a AS k, SUM(z.s) AS m FROM (SELECT COUNT(*) AS s FROM S WHERE S.d > (SELECT COUNT(*) FROM R)) z, T
+         GROUP BY T.a) y
+        WHERE x.k = y.k GROUP BY x.k""",
     # the outer GROUP BY names the selected aggregate column qualified (mddb query2's bucket_id)
     "group_by_a_value_qualified": STREAMS + """SELECT s, COUNT(*) AS n FROM
         (SELECT R.a, SUM(R.b) AS s FROM R GROUP BY R.a) t GROUP BY t.s""",
@@ -88,3 +100,12 @@ def test_a_group_column_no_equality_binds_is_refused():
     with pytest.raises(Exception, match="no equality binds"):
         compile_sql(STREAMS + """SELECT x.b, y.d FROM (SELECT R.a AS k, R.b, SUM(R.b) AS s FROM R GROUP BY R.a, R.b) x,
             (SELECT S.b AS k, S.d, COUNT(*) AS n FROM S GROUP BY S.b, S.d) y WHERE x.k = y.k""")
+
+
+def test_a_part_keyed_by_an_inner_value_stays_refused():
+    """``x`` groups by another table's SUM: its groups are values a view would have to iterate (a lifted key,
+    DBToaster's domain maintenance), so it is not a part of the view beside ``y``."""
+    with pytest.raises(Exception, match="one level of aggregates of aggregates"):
+        compile_sql(STREAMS + """SELECT x.c, y.m FROM (SELECT r.s AS c, COUNT(*) AS n FROM
+            (SELECT R.a, SUM(R.b) AS s FROM R GROUP BY R.a) r GROUP BY r.s) x,
+            (SELECT T.a AS k, SUM(T.c) AS m FROM T GROUP BY T.a) y WHERE x.c = y.k""")
