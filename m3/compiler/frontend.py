@@ -79,7 +79,7 @@ from .hoist import hoisted
 from .selectsub import has_select_subqueries, plan as select_plan
 from .stars import expand_stars
 from .fromless import plan as fromless_plan
-from .lifted import reads_grouped
+from .lifted import nestable, reads_grouped
 from .libcalls import declared, is_declaration, spelled
 from .valuein import exists_of_values
 from .liftquery import plan
@@ -281,7 +281,7 @@ def _over_parts(name: str, p, sel: exp.Select, relations: dict[str, RelationDecl
     parts = tuple(with_constants(_query(f"{name}_p{i}", s, relations, ctx, []), s.meta.get("constants", {}))
                   for i, s in enumerate(p.parts))  # an outer join's padded keys (:mod:`.outerkeys`)
     for s, q in zip(p.parts, parts):
-        if q.lifted is not None:  # a part is compiled to maps, which a lifted query is not
+        if q.lifted is not None and not nestable(q.lifted):  # a part is maps or a plan over maps (one level)
             raise ctx.error(f"unsupported grouped derived table over another grouped derived table's values "
                             f"({sql_of(s)}): one level of aggregates of aggregates", sel)
     return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))

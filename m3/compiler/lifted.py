@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..ast import Expr, RelationDecl
+from ..ast import Cmp, Const, Expr, MapRef, RelationDecl, Var, walk
 from ..nullable import ROWS
 from ..viewnodes import BoolOp
 from .derived import inline_ctes
@@ -71,6 +71,19 @@ class Plan:
     always: bool = False  # a view without keys with its one row while its parts read no rows (SQL's FROM-less)
     internal: tuple[str, ...] = ()  # keys no output row holds (a UNION ALL's branch key: :mod:`.setagg`)
     fixed: tuple[tuple, ...] = ()  # with ``always``: the keys whose rows are always there (:mod:`.setagg`)
+
+
+def nestable(plan: Plan) -> bool:
+    """Whether a plan may stand as a part of another (its columns put in the other's placeholders by
+    :mod:`.liftview`): no key of it is a lifted value (``K = e`` binding it, a domain the outer view would have
+    to iterate, DBToaster's domain maintenance: not built) and no part of it is a plan itself (one level).
+    A TPC-style grouped derived table whose aggregate reads an uncorrelated scalar subquery is one
+    (:mod:`.selectsub`'s plan keyed by its group columns)."""
+    keys = set(plan.key_vars)
+    return not any(isinstance(n, Cmp) and n.op == "=" and (isinstance(n.left, Var) and n.left.name in keys or
+                                                          isinstance(n.right, Var) and n.right.name in keys)
+                   for _, e in plan.columns for n in walk(e)) and \
+        not any(getattr(p, "lifted", None) is not None for p in plan.parts)
 
 
 def items_of(sel: exp.Select) -> list[exp.Expression]:
@@ -113,6 +126,22 @@ class Table:
     aggs: int
     columns: dict[str, tuple[str, int]]
     groups: int
+
+
+@dataclass
+class Lookup:
+    """A grouped derived table beside the one read by value (:mod:`.liftlookup`): its parts, and the variable
+    each of its group columns is bound to (None until an equality binds it)."""
+
+    table: Table
+    args: list[Var | None] = field(default_factory=list)
+
+    def bound(self) -> bool:
+        return all(a is not None for a in self.args)
+
+    def exists(self) -> Expr:
+        """``0 < rows[args]``: the join meets a group of this table."""
+        return Cmp("<", Const(0), MapRef(f"#{self.table.rows}.0", tuple(self.args)))
 
 
 @dataclass

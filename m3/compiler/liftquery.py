@@ -47,9 +47,11 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ..ast import Cmp, Const, Expr, MapRef, RelationDecl, Var
+from ..errors import CompileError
 from ..viewnodes import Arith
 from .constants import is_constant
 from .groupcalls import push_calls
+from .liftlookup import bind, register
 from .liftpairs import pairs
 from .liftscope import Scope, scalar
 from .lifted import AGGS, ARITH, Builder, Plan, and_all, is_grouped, items_of, sql_conjuncts
@@ -60,8 +62,9 @@ from .resolve import Positions, unparen
 _OUTER_ARGS = frozenset({"expressions", "from", "from_", "joins", "where", "group", "having", "order", "distinct"})
 
 
-def translate(b: Builder, sel: exp.Select) -> Plan:
-    """The view of ``sel`` (one grouped derived table, maybe joined with relations) over the parts it adds."""
+def translate(b: Builder, sel: exp.Select, first: int = 0) -> Plan:
+    """The view of ``sel`` (one grouped derived table, maybe joined with relations, and others beside it read at
+    its variables: :mod:`.liftlookup`) over the parts it adds; ``first``: which grouped derived table is the one."""
     ctx = b.ctx
     for node, arg in unread_args(sel):
         raise ctx.error(f"unsupported {arg.upper()} of {type(node).__name__.upper()} ({sql_of(node)})", node)
@@ -73,11 +76,12 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
         raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", sel)
     items = items_of(sel)
     grouped = [i for i in items if is_grouped(i)]
-    if len(grouped) != 1:
-        raise ctx.error(f"unsupported {len(grouped)} grouped derived tables in one FROM (one is read by value)", sel)
+    if not grouped:
+        raise ctx.error("unsupported query over no grouped derived table (one is read by value)", sel)
+    grouped.insert(0, grouped.pop(first))
     others: dict[str, str] = {}
     for i in items:
-        if i is grouped[0]:
+        if is_grouped(i):
             continue
         rel = next((r for r in b.relations if type(i) is exp.Table and r.lower() == i.name.lower()), None)
         if rel is None:
@@ -89,6 +93,7 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
             raise ctx.error(f"unsupported {sql_of(j)} beside a grouped derived table (inner joins only)", j)
         conjuncts += sql_conjuncts(j.args.get("on"))
     s = Scope(b, sel, b.table(grouped[0]), others)
+    register(s, grouped[1:])  # the others: lookups at the first's variables (:mod:`.liftlookup`)
     _read_aliases(s, sel)
     joined: dict[int, tuple[str, str]] = {}
     rest: list[exp.Expression] = []
@@ -109,6 +114,7 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
     else:
         s.gvars = [b.var(next((n for n, (k, i) in s.t.columns.items() if k == "g" and i == g), f"g{g}"))
                    for g in range(s.t.groups)]
+    rest = bind(s, rest)
     reads_t = [c for c in rest if any(type(x) is exp.Subquery or type(x) is exp.Column and
                                       x.find_ancestor(exp.Select) is sel and s.resolve(x)[0] != "o" for x in c.walk())]
     local = [c for c in rest if not any(c is x for x in reads_t)]
@@ -116,13 +122,14 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
         if c.find_ancestor(exp.Select) is sel and (r := s.resolve(c))[0] == "o":
             s.o_var(r[1], r[2])
     if others:
-        spelled = {i.alias_or_name.lower(): i.alias_or_name for i in items if i is not grouped[0]}
+        relations = [i for i in items if not is_grouped(i)]
+        spelled = {i.alias_or_name.lower(): i.alias_or_name for i in relations}
         cols = [exp.Alias(this=exp.column(col, table=spelled[a]), alias=exp.to_identifier(f"o{i}"))
                 for i, (a, col) in enumerate(s.ovars)]
-        b.parts.append(b.select(cols, [i for i in items if i is not grouped[0]], local, None))
+        b.parts.append(b.select(cols, relations, local, None))
         s.source = s.weight = MapRef(f"#{len(b.parts) - 1}.0", tuple(Var(v) for v in s.ovars.values()))
         if len(joined) != s.t.groups:  # the source is the relations' rows joined with the groups they meet
-            s.source = pairs(s, sel, [i for i in items if i is not grouped[0]], cols, local, joined, spelled)
+            s.source = pairs(s, sel, relations, cols, local, joined, spelled)
         s.cond.append(Cmp("<", Const(0), MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))))
     else:  # no relation's query to put them in: a constant condition holds or not for every row
         for c in local:
@@ -146,7 +153,8 @@ def _read_aliases(s: Scope, sel: exp.Select) -> None:
             if target is None or c.find_ancestor(exp.Select) is not sel or (
                     type(target) is exp.Column and target.name.lower() == c.name.lower()):
                 continue
-            if c.name.lower() in s.t.columns or any(s.has_column(r, c.name.lower()) for r in s.others.values()):
+            if c.name.lower() in s.t.columns or any(s.has_column(r, c.name.lower()) for r in s.others.values()) or \
+                    any(c.name.lower() in u.table.columns for u in s.lookups.values()):
                 where = "GROUP BY" if key == "group" else "HAVING"
                 raise s.b.ctx.error(f"ambiguous column {sql_of(c)} in {where}: an output alias and a column of the "
                                     "FROM items (rename the alias)", c)
@@ -173,6 +181,8 @@ def _view(s: Scope, sel: exp.Select) -> Plan:
             elif type(g) is exp.Column and not g.table and any(n.lower() == g.name.lower() and not (
                     type(x) is exp.Column and x.name.lower() == g.name.lower()) for n, x in outs):
                 g = next(x for n, x in outs if n.lower() == g.name.lower())  # a SELECT alias
+            elif type(g) is exp.Column:  # the selected column it names, however qualified (``t.c`` for ``c``)
+                g = next((x for _, x in outs if type(x) is exp.Column and s.resolve(x) == s.resolve(g)), g)
             exprs.append(g)
     else:
         exprs = [] if aggregated else [x for _, x in outs]
@@ -265,14 +275,21 @@ class _ViewSide:
 
 def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
     """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
-    b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
     body = sel.copy()  # ORDER BY noted below, not applied; aliases rewritten in place (:func:`_read_aliases`)
     body.set("order", None)
     body = push_calls(body, [n for n, _ in _outputs(body)], relations)  # a function of a group column: a group column
-    try:
-        p = translate(b, body)
-    except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)
-        raise ctx.error(f"malformed query over a grouped derived table ({bad})", sel) from None
+    refused = None
+    for first in range(max(1, sum(is_grouped(i) for i in items_of(body)))):  # the first whose variables bind the
+        b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")  # others (:mod:`.liftlookup`)
+        try:
+            p = translate(b, body.copy(), first)
+            break
+        except CompileError as why:
+            refused = refused or why
+        except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)
+            raise ctx.error(f"malformed query over a grouped derived table ({bad})", sel) from None
+    else:
+        raise refused
     if sel.args.get("order") is not None:
         p = replace(p, notes=(f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)",))
     return p

@@ -24,7 +24,7 @@ from ..over import Over
 from ..viewnodes import Arith, BoolOp
 from .casecmp import expand, expandable
 from .constants import NotConstant, fold, is_constant
-from .lifted import AGGS, ARITH, CMPS, Builder, Table, and_all, is_grouped, items_of, sql_conjuncts
+from .lifted import AGGS, ARITH, CMPS, Builder, Lookup, Table, and_all, is_grouped, items_of, sql_conjuncts
 from .nodes import sql_of
 from .resolve import unparen
 
@@ -42,13 +42,25 @@ class Scope:
         self.source: MapRef | None = None
         self.weight: Expr | None = None
         self.present: dict[str, Cmp] = {}  # a scalar subquery part's value -> "it read rows" (else SQL's NULL)
+        self.lookups: dict[str, Lookup] = {}  # grouped derived tables beside ``t``, read at its variables
 
     # -- columns ---------------------------------------------------------------
     def resolve(self, c: exp.Column) -> tuple:
-        """``("g", i)``, ``("a", j)`` (a derived table column) or ``("o", alias, column)``."""
+        """``("g", i)``, ``("a", j)`` (a derived table column), ``("l", alias, "g" | "a", i)`` (a lookup's,
+        :mod:`.liftlookup`) or ``("o", alias, column)``."""
         ctx, table, name = self.b.ctx, c.table.lower(), c.name.lower()
         if not isinstance(c.this, exp.Identifier) or any(v for k, v in c.args.items() if k not in ("this", "table")):
             raise ctx.error(f"unsupported column {sql_of(c)}", c)
+        holders = [a for a, u in self.lookups.items() if table == a or not table and name in u.table.columns]
+        if holders:
+            found = self.lookups[holders[0]].table.columns.get(name)
+            if found is None:
+                raise ctx.error(f"unknown column {sql_of(c)} (the derived table has "
+                                f"{', '.join(self.lookups[holders[0]].table.columns)})", c)
+            if not table and (len(holders) > 1 or name in self.t.columns or
+                              any(self.has_column(r, name) for r in self.others.values())):
+                raise ctx.error(f"ambiguous column {sql_of(c)}: of several FROM items (qualify it)", c)
+            return ("l", holders[0]) + found
         if table and table == self.t.alias or not table and name in self.t.columns:
             found = self.t.columns.get(name)
             hits = [a for a, r in self.others.items() if not table and self.has_column(r, name)]
@@ -84,6 +96,11 @@ class Scope:
                 return Var(self.o_var(r[1], r[2]))
             if r[0] == "g":
                 return Var(self.gvars[r[1]])
+            if r[0] == "l":
+                u = self.lookups[r[1]]
+                if r[2] == "g":
+                    return u.args[r[3]]
+                return MapRef(f"#{u.table.aggs}.{r[3]}", tuple(u.args))
             return MapRef(f"#{self.t.aggs}.{r[1]}", tuple(Var(g) for g in self.gvars))
         if type(e) is exp.Subquery:
             return scalar(self.b, e) if _over_grouped(e) else self.plain_scalar(e)

@@ -174,11 +174,16 @@ def views(c: Compilation) -> Compilation:
         nq = normalize(list(c.relations), q)
         return nq, view_decl(nq, [_query_map(maps, pending, f"{nq.name}_{a.name}", a.agg) for a in nq.aggregates])
 
+    def part(p):  # a part is a query's view over maps, or a plan's over parts of its own (lifted.nestable)
+        if p.lifted is None:
+            return part_columns(*query_view(p))
+        v = lifted_view(p.name, p.lifted, [part(x) for x in p.lifted.parts])
+        return tuple(v.key_vars), [col.expr for col in v.columns]
+
     out = []
     for q in c.queries:
         if q.lifted is not None:  # over a grouped derived table read by value: its parts' views combined
-            out.append(safely((q.name,), lambda q=q: lifted_view(q.name, q.lifted, [part_columns(*query_view(p))
-                                                                             for p in q.lifted.parts])))
+            out.append(safely((q.name,), lambda q=q: lifted_view(q.name, q.lifted, [part(p) for p in q.lifted.parts])))
         else:  # GROUP BY columns not selected: keys no output row holds
             out.append(replace(query_view(q)[1], internal=q.internal, always=q.always))
     return replace(c, maps=maps, pending=tuple(pending), views=c.views + tuple(out))

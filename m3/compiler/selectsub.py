@@ -63,7 +63,8 @@ def has_select_subqueries(sel: exp.Expression, relations: dict[str, RelationDecl
     if type(sel) is not exp.Select or not items_of(sel) or sel.args.get("with") or \
             not all(type(i) is exp.Table for i in items_of(sel)):
         return False  # over derived tables or CTEs: theirs first (a grouped one's value beside: :mod:`.liftquery`)
-    subs = [s for e in sel.expressions for s in e.find_all(exp.Subquery)]
+    subs = [s for e in sel.expressions for s in e.find_all(exp.Subquery)  # each outermost: a part of its own,
+            if s.find_ancestor(exp.Subquery, exp.Select) is sel]  # its own nesting the part's to compile
     if sel.args.get("group") is None and not any(  # a view of rows: its rows are keys, no aggregate to factor
             isinstance(x, exp.AggFunc) and x.find_ancestor(exp.Subquery) is None for e in sel.expressions
             for x in e.walk()):
