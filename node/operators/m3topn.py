@@ -48,6 +48,7 @@ from .m3box import M3Operator
 from .m3memo import present_rows
 from .m3topn_append import AppendTops, ExactChanges, view_deltas
 from .m3topn_entries import EntryChanges
+from .m3topn_inputs import InputRows
 from .m3topn_keys import part_key_of, sort_key_of
 
 
@@ -219,6 +220,8 @@ class TopNM3Operator(M3Operator):
         self.entries = EntryChanges.of(self.plan) if self.runtime.native_maps() is not None else None
         if self.entries is not None:
             self.emits_changes = False  # (the runtime's changes are not read: :meth:`_changes` reads the journal)
+        # a view that counts its port's rows: an inserting batch's changes are its rows (.m3topn_inputs)
+        self.inputs = InputRows.of(self.plan, self.entries)
 
     def process(self, port: int, rows, now: float) -> Emitted:
         changes = self._changes(port, rows, now)
@@ -261,7 +264,9 @@ class TopNM3Operator(M3Operator):
         if self.runtime.native_maps() is not native:  # the batch left the native backend (a value beyond 64 bits)
             self.entries, self.emits_changes = None, True
             return None
-        changed = self.entries.read(native)
+        changed = self.inputs.changes(rows) if self.inputs is not None and isinstance(rows, Columns) else None
+        if changed is None:
+            changed = self.entries.read(native)
         return [] if changed is None else [changed]
 
     def _rank_all(self) -> tuple[list[tuple], list[tuple]]:
