@@ -130,6 +130,11 @@ class Publisher:
         """The nodes where the stream enters (the first takes the ordered batches)."""
         return self.route.entries if self.route.links else self._entries
 
+    @entries.setter
+    def entries(self, endpoints: list[str]) -> None:
+        """Where to connect at :meth:`start` instead of where the Head said (before it only)."""
+        self._entries = list(endpoints)
+
     @property
     def links(self) -> list[OutboundLink]:
         return self.route.links
